@@ -1,0 +1,321 @@
+//! The engine: shards behind `parking_lot` locks, the operations that route to them, long-poll
+//! pulls and the hand-off of side effects (events, timer wake-ups) after each lock is released.
+//!
+//! Shard count: the next power of two >= available cores, capped at 64; a queue lives in shard
+//! `fnv1a(name) & mask`. No lock is ever held across an `.await`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::events::{EventHub, Notifier};
+use super::timer::Timer;
+use crate::clock::{Clock, SystemClock};
+use crate::domain::event::{write_events_json, Event};
+use crate::domain::job::JobKey;
+use crate::domain::options::KeepJobs;
+use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
+use crate::domain::shard::{Shard, ShardTotals};
+use crate::error::{EngineError, Result};
+use crate::structures::fnv1a;
+
+/// Most shards an engine uses.
+pub const MAX_SHARDS: usize = 64;
+/// Longest queue name accepted, in bytes.
+pub const MAX_QUEUE_NAME: usize = 255;
+
+/// How to build an engine.
+pub struct EngineConfig {
+    /// Shard count (rounded up to a power of two, at most 64); default from available cores.
+    pub shards: Option<usize>,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// Whether to run the delayed-job timer thread (off for tests that drive the clock).
+    pub timer: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            shards: None,
+            clock: Arc::new(SystemClock),
+            timer: true,
+        }
+    }
+}
+
+/// A handle on one queue of an engine: its name and shard, resolved once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRef {
+    name: Arc<str>,
+    shard: usize,
+}
+
+impl QueueRef {
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One acknowledgement of an activation.
+#[derive(Debug, Clone)]
+pub struct Ack {
+    /// The job id string.
+    pub id: String,
+    /// The token the job was pulled with.
+    pub token: u64,
+    pub outcome: Outcome,
+    /// The worker's retention rule, used when the job has none of its own.
+    pub keep: Option<KeepJobs>,
+}
+
+pub(super) struct Inner {
+    pub(super) shards: Box<[Mutex<Shard>]>,
+    mask: usize,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) hub: EventHub,
+    timer: Arc<Timer>,
+    closed: AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.timer.stop();
+    }
+}
+
+/// The job queue engine. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Engine {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// Builds an engine and, if configured, starts its timer thread.
+    ///
+    /// Errors: [`EngineError::Internal`] if the timer thread cannot be spawned.
+    pub fn new(config: EngineConfig) -> Result<Engine> {
+        let wanted = config.shards.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        });
+        let count = wanted.clamp(1, MAX_SHARDS).next_power_of_two().min(MAX_SHARDS);
+        let shards = (0..count).map(|_| Mutex::new(Shard::default())).collect();
+        let inner = Arc::new(Inner {
+            shards,
+            mask: count - 1,
+            clock: config.clock.clone(),
+            hub: EventHub::default(),
+            timer: Timer::new(),
+            closed: AtomicBool::new(false),
+        });
+        if config.timer {
+            inner
+                .timer
+                .spawn(Arc::downgrade(&inner), config.clock, Inner::promote_all)
+                .map_err(|e| EngineError::Internal(format!("cannot start the timer thread: {e}")))?;
+        }
+        Ok(Engine { inner })
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.inner.shards.len()
+    }
+
+    /// Current time by the engine's clock.
+    pub fn now(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// Validates a queue name and resolves its shard.
+    ///
+    /// Errors: [`EngineError::InvalidOption`] for an empty name, one longer than 255 bytes, or
+    /// one containing `:` or a control character.
+    pub fn queue_ref(&self, name: &str) -> Result<QueueRef> {
+        if name.is_empty() {
+            return Err(EngineError::range("name", "(queue name) must not be empty"));
+        }
+        if name.len() > MAX_QUEUE_NAME {
+            return Err(EngineError::range(
+                "name",
+                format!("(queue name) must be at most {MAX_QUEUE_NAME} bytes, got {}", name.len()),
+            ));
+        }
+        if name.contains(':') || name.chars().any(char::is_control) {
+            return Err(EngineError::range(
+                "name",
+                format!("(queue name) must not contain ':' or control characters, got {name:?}"),
+            ));
+        }
+        Ok(QueueRef {
+            name: Arc::from(name),
+            shard: fnv1a(name.as_bytes()) as usize & self.inner.mask,
+        })
+    }
+
+    /// Runs `f` on a queue under its shard lock, then publishes events and schedules the timer.
+    pub(super) fn with<R>(&self, q: &QueueRef, f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R) -> R {
+        let mut fx = Effects::default();
+        let now = self.now();
+        let r = {
+            let mut shard = self.inner.shards[q.shard].lock();
+            shard.with_queue(&q.name, |qs| f(qs, now, &mut fx))
+        };
+        self.inner.after(fx);
+        r
+    }
+
+    /// Runs `f` on a queue for reading; `None` if the queue was never used.
+    pub(super) fn read<R>(&self, q: &QueueRef, f: impl FnOnce(&QueueState) -> R) -> Option<R> {
+        let shard = self.inner.shards[q.shard].lock();
+        shard.queue(&q.name).map(f)
+    }
+
+    /// Adds one job. O(log n).
+    pub fn add(&self, q: &QueueRef, job: NewJob) -> Added {
+        self.with(q, |qs, now, fx| qs.add(job, now, fx))
+    }
+
+    /// Adds jobs under one lock, in order.
+    pub fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Vec<Added> {
+        self.with(q, |qs, now, fx| jobs.into_iter().map(|j| qs.add(j, now, fx)).collect())
+    }
+
+    /// Activates up to `max` ready jobs now; returns their count and a JSON array of records.
+    pub fn take(&self, q: &QueueRef, max: usize) -> (usize, String) {
+        self.with(q, |qs, now, fx| {
+            let mut out = String::from("[");
+            let n = qs.take(max, now, &mut out, fx);
+            out.push(']');
+            (n, out)
+        })
+    }
+
+    /// Long-poll pull: resolves with up to `max` activated jobs as soon as any is ready, or with
+    /// none after `timeout` or when cancelled by [`Engine::cancel_pulls`].
+    pub async fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> (usize, String) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let (taken, rx) = self.with(q, |qs, now, fx| {
+                let mut out = String::from("[");
+                let n = qs.take(max, now, &mut out, fx);
+                if n > 0 || timeout.is_zero() {
+                    out.push(']');
+                    return (Some((n, out)), None);
+                }
+                (None, Some(qs.waiters.register(puller)))
+            });
+            if let Some(t) = taken {
+                return t;
+            }
+            let Some(rx) = rx else { return (0, "[]".into()) };
+            match tokio::time::timeout_at(deadline, rx).await {
+                Ok(Ok(())) => continue,
+                _ => return (0, "[]".into()),
+            }
+        }
+    }
+
+    /// Wakes every pending pull of `puller` on a queue with an empty result.
+    pub fn cancel_pulls(&self, q: &QueueRef, puller: u32) {
+        let mut shard = self.inner.shards[q.shard].lock();
+        shard.with_queue(&q.name, |qs| qs.waiters.cancel(puller));
+    }
+
+    /// Finishes activations in one lock. Results are in input order.
+    pub fn ack_many(&self, q: &QueueRef, acks: Vec<Ack>) -> Vec<AckResult> {
+        self.with(q, |qs, now, fx| {
+            acks.into_iter()
+                .map(|a| match qs.key_of(&a.id) {
+                    Some(key) => qs.ack(key, a.token, a.outcome, a.keep, now, fx),
+                    None => AckResult::Stale,
+                })
+                .collect()
+        })
+    }
+
+    /// Promotes due delayed jobs of every queue; returns the earliest run-at left.
+    pub fn promote_due(&self) -> Option<u64> {
+        self.inner.promote_all()
+    }
+
+    /// Counts one more event listener on a queue.
+    pub fn subscribe(&self, q: &QueueRef) {
+        self.with(q, |qs, _, _| qs.listeners += 1);
+    }
+
+    /// Counts one listener less.
+    pub fn unsubscribe(&self, q: &QueueRef) {
+        self.with(q, |qs, _, _| qs.listeners = qs.listeners.saturating_sub(1));
+    }
+
+    /// Sets the function called when events become available.
+    pub fn set_event_notifier(&self, n: Option<Notifier>) {
+        self.inner.hub.set_notifier(n);
+    }
+
+    /// Takes every buffered event.
+    pub fn drain_events(&self) -> Vec<Event> {
+        self.inner.hub.drain()
+    }
+
+    /// Takes every buffered event as a JSON array of `["queue","event",{payload}]`.
+    pub fn drain_events_json(&self) -> String {
+        let events = self.drain_events();
+        let mut out = String::with_capacity(events.len() * 64 + 2);
+        write_events_json(&events, &mut out);
+        out
+    }
+
+    /// Running totals over all shards. O(shards).
+    pub fn totals(&self) -> ShardTotals {
+        let mut t = ShardTotals::default();
+        for s in self.inner.shards.iter() {
+            let st = s.lock().totals();
+            t.ready += st.ready;
+            t.delayed += st.delayed;
+            t.active += st.active;
+        }
+        t
+    }
+
+    /// Marks the engine closed (no effect on the in-memory state; later engines may flush).
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+    }
+
+    /// Key of a job by id, for tests and callers that cache keys.
+    pub fn key_of(&self, q: &QueueRef, id: &str) -> Option<JobKey> {
+        self.read(q, |qs| qs.key_of(id)).flatten()
+    }
+}
+
+impl Inner {
+    /// Hands effects out after the shard lock is released.
+    fn after(&self, fx: Effects) {
+        if let Some(at) = fx.wake_at {
+            self.timer.schedule(at);
+        }
+        self.hub.publish(fx.events);
+    }
+
+    /// Promotes due jobs in every shard; returns the earliest run-at left.
+    fn promote_all(&self) -> Option<u64> {
+        let mut next: Option<u64> = None;
+        for shard in self.shards.iter() {
+            let mut fx = Effects::default();
+            let now = self.clock.now_ms();
+            let n = shard.lock().each_delayed(|q| {
+                q.promote_due(now, &mut fx);
+            });
+            self.hub.publish(fx.events);
+            if let Some(n) = n {
+                next = Some(next.map_or(n, |m| m.min(n)));
+            }
+        }
+        next
+    }
+}

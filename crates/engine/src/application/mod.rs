@@ -1,0 +1,10 @@
+//! The application layer: the [`engine::Engine`] that routes operations to shards, runs the
+//! delayed-job timer, serves long-poll pulls and fans events out through the [`events::EventHub`].
+
+pub mod engine;
+mod engine_ops;
+pub mod events;
+mod timer;
+
+#[cfg(test)]
+mod engine_tests;

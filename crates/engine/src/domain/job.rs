@@ -1,0 +1,318 @@
+//! The job record, its states and ids, and its JSON view.
+//!
+//! Ids: automatic ids are per-queue increasing integers ("1", "2", ...); their internal key is the
+//! number itself. Custom ids (strings that are not canonical integers) get keys with
+//! [`CUSTOM_KEY_BIT`] set, so an id string maps to a key without hashing when it is automatic.
+//! Rarely used fields (progress, logs, results, errors) live in a boxed [`JobExtra`] so that a
+//! waiting job costs little memory beyond its payload.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::options::{Backoff, JobOptions, KeepJobs};
+
+/// Internal job key, unique within a queue.
+pub type JobKey = u64;
+
+/// Keys of jobs with custom ids have this bit set.
+pub const CUSTOM_KEY_BIT: u64 = 1 << 63;
+
+/// A job id as the user sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum JobId {
+    /// "1", "2", ...
+    Auto(u64),
+    /// A user-given string that is not an integer.
+    Custom(Box<str>),
+}
+
+impl JobId {
+    /// Reads an id string: canonical positive integers are automatic ids.
+    pub fn parse(s: &str) -> JobId {
+        match parse_auto_id(s) {
+            Some(n) => JobId::Auto(n),
+            None => JobId::Custom(s.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobId::Auto(n) => write!(f, "{n}"),
+            JobId::Custom(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Parses a canonical positive integer ("1", "42"; not "01", "+1", "0") below 2^63.
+pub fn parse_auto_id(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 19 || b[0] == b'0' || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    s.parse::<u64>().ok().filter(|n| *n < CUSTOM_KEY_BIT)
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    Waiting,
+    Prioritized,
+    Delayed,
+    Active,
+    Completed,
+    Failed,
+    WaitingChildren,
+}
+
+impl JobState {
+    /// BullMQ's name of the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Waiting => "waiting",
+            JobState::Prioritized => "prioritized",
+            JobState::Delayed => "delayed",
+            JobState::Active => "active",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::WaitingChildren => "waiting-children",
+        }
+    }
+
+    /// Parses a state name as used by getters, counts and `clean` ("wait" is "waiting").
+    pub fn parse(s: &str) -> Option<JobState> {
+        Some(match s {
+            "waiting" | "wait" => JobState::Waiting,
+            "prioritized" => JobState::Prioritized,
+            "delayed" => JobState::Delayed,
+            "active" => JobState::Active,
+            "completed" => JobState::Completed,
+            "failed" => JobState::Failed,
+            "waiting-children" => JobState::WaitingChildren,
+            _ => return None,
+        })
+    }
+}
+
+/// Retry and retention rules of a job that differ from the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPolicy {
+    pub attempts: u32,
+    pub backoff: Option<Backoff>,
+    pub remove_on_complete: Option<KeepJobs>,
+    pub remove_on_fail: Option<KeepJobs>,
+}
+
+/// Fields most waiting jobs never use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobExtra {
+    /// Progress as JSON text.
+    pub progress: Option<Box<str>>,
+    /// Return value as JSON text.
+    pub returnvalue: Option<Box<str>>,
+    pub failed_reason: Option<Box<str>>,
+    pub stacktrace: Vec<Box<str>>,
+    pub logs: Vec<Box<str>>,
+}
+
+/// One job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub key: JobKey,
+    pub custom_id: Option<Box<str>>,
+    pub name: Arc<str>,
+    /// Payload as JSON text, never parsed by the engine.
+    pub data: Box<str>,
+    /// The options as the user gave them (JSON text), echoed back in `opts`.
+    pub opts_json: Option<Box<str>>,
+    pub policy: Option<Box<JobPolicy>>,
+    pub state: JobState,
+    pub priority: u32,
+    pub delay: u64,
+    pub timestamp: u64,
+    pub processed_on: u64,
+    pub finished_on: u64,
+    pub attempts_made: u32,
+    pub attempts_started: u32,
+    /// Token of the current activation; acks with another token are stale.
+    pub lock: u64,
+    /// Position in the ordered set of its state (active/completed/failed).
+    pub state_seq: u64,
+    pub extra: Option<Box<JobExtra>>,
+}
+
+impl Job {
+    /// Creates a job from validated options.
+    pub fn new(key: JobKey, name: Arc<str>, data: Box<str>, opts: &JobOptions, timestamp: u64) -> Job {
+        let policy = if opts.attempts > 1
+            || opts.backoff.is_some()
+            || opts.remove_on_complete.is_some()
+            || opts.remove_on_fail.is_some()
+        {
+            Some(Box::new(JobPolicy {
+                attempts: opts.attempts,
+                backoff: opts.backoff,
+                remove_on_complete: opts.remove_on_complete,
+                remove_on_fail: opts.remove_on_fail,
+            }))
+        } else {
+            None
+        };
+        Job {
+            key,
+            custom_id: opts.job_id.clone(),
+            name,
+            data,
+            opts_json: None,
+            policy,
+            state: JobState::Waiting,
+            priority: opts.priority,
+            delay: opts.delay,
+            timestamp,
+            processed_on: 0,
+            finished_on: 0,
+            attempts_made: 0,
+            attempts_started: 0,
+            lock: 0,
+            state_seq: 0,
+            extra: None,
+        }
+    }
+
+    /// The id as the user sees it.
+    pub fn id_string(&self) -> String {
+        match &self.custom_id {
+            Some(s) => s.to_string(),
+            None => self.key.to_string(),
+        }
+    }
+
+    /// Total tries allowed.
+    pub fn attempts(&self) -> u32 {
+        self.policy.as_ref().map_or(1, |p| p.attempts)
+    }
+
+    /// The mutable extra fields, created on first use.
+    pub fn extra_mut(&mut self) -> &mut JobExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    /// Appends the job's JSON record (BullMQ's job fields) to `out`. With `token`, adds the
+    /// activation token a worker must ack with.
+    pub fn write_json(&self, out: &mut String, token: bool) {
+        out.push_str("{\"id\":");
+        match &self.custom_id {
+            Some(s) => push_json_str(out, s),
+            None => {
+                let _ = write!(out, "\"{}\"", self.key);
+            }
+        }
+        out.push_str(",\"name\":");
+        push_json_str(out, &self.name);
+        out.push_str(",\"data\":");
+        out.push_str(&self.data);
+        out.push_str(",\"opts\":");
+        out.push_str(self.opts_json.as_deref().unwrap_or("{}"));
+        let extra = self.extra.as_deref();
+        out.push_str(",\"progress\":");
+        out.push_str(extra.and_then(|e| e.progress.as_deref()).unwrap_or("0"));
+        out.push_str(",\"returnvalue\":");
+        out.push_str(extra.and_then(|e| e.returnvalue.as_deref()).unwrap_or("null"));
+        out.push_str(",\"failedReason\":");
+        match extra.and_then(|e| e.failed_reason.as_deref()) {
+            Some(r) => push_json_str(out, r),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"stacktrace\":[");
+        if let Some(e) = extra {
+            for (i, s) in e.stacktrace.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_json_str(out, s);
+            }
+        }
+        let _ = write!(
+            out,
+            "],\"attemptsMade\":{},\"attemptsStarted\":{},\"timestamp\":{},\"delay\":{},\"priority\":{}",
+            self.attempts_made, self.attempts_started, self.timestamp, self.delay, self.priority
+        );
+        push_opt_time(out, ",\"processedOn\":", self.processed_on);
+        push_opt_time(out, ",\"finishedOn\":", self.finished_on);
+        if token {
+            let _ = write!(out, ",\"token\":{}", self.lock);
+        }
+        out.push('}');
+    }
+}
+
+fn push_opt_time(out: &mut String, key: &str, t: u64) {
+    out.push_str(key);
+    if t == 0 {
+        out.push_str("null");
+    } else {
+        let _ = write!(out, "{t}");
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_ids_are_canonical_integers() {
+        assert_eq!(parse_auto_id("1"), Some(1));
+        assert_eq!(parse_auto_id("42"), Some(42));
+        for s in ["", "0", "01", "+1", "-1", "1.0", "a", "99999999999999999999"] {
+            assert_eq!(parse_auto_id(s), None, "{s}");
+        }
+        assert_eq!(JobId::parse("7"), JobId::Auto(7));
+        assert_eq!(JobId::parse("x7").to_string(), "x7");
+    }
+
+    #[test]
+    fn json_record_is_valid_json() {
+        let opts = JobOptions::defaults();
+        let mut j = Job::new(3, Arc::from("em\"ail"), "{\"a\":1}".into(), &opts, 1000);
+        j.extra_mut().failed_reason = Some("bad\n\u{1}thing".into());
+        j.extra_mut().stacktrace.push("at x".into());
+        let mut s = String::new();
+        j.write_json(&mut s, true);
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["id"], "3");
+        assert_eq!(v["name"], "em\"ail");
+        assert_eq!(v["data"]["a"], 1);
+        assert_eq!(v["failedReason"], "bad\n\u{1}thing");
+        assert_eq!(v["processedOn"], serde_json::Value::Null);
+        assert_eq!(v["token"], 0);
+        assert_eq!(v["stacktrace"][0], "at x");
+    }
+}

@@ -1,0 +1,14 @@
+//! The domain: jobs, options, one queue's state machine, waiters, events and the shard. No I/O
+//! and no clock: every time-dependent call takes `now`.
+
+pub mod event;
+pub mod job;
+pub mod options;
+pub mod queue;
+mod queue_admin;
+pub mod queue_read;
+pub mod shard;
+pub mod waiters;
+
+#[cfg(test)]
+mod queue_tests;

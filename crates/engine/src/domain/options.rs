@@ -1,0 +1,321 @@
+//! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
+//! `removeOnComplete`, `removeOnFail`, `jobId`), parsed from JSON text and validated into
+//! [`JobOptions`]. Unknown keys are ignored so that BullMQ code carrying options we do not model yet
+//! keeps working; every known key is range-checked and an error names it.
+
+use serde::Deserialize;
+
+use crate::error::{EngineError, Result};
+
+/// Highest priority accepted, as in BullMQ (2^21).
+pub const MAX_PRIORITY: u32 = 2_097_152;
+
+/// How long to wait before a retry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Backoff {
+    /// The same wait every time.
+    Fixed { delay: u64, jitter: f64 },
+    /// `round(delay * 2^(attemptsMade - 1))`.
+    Exponential { delay: u64, jitter: f64 },
+}
+
+impl Backoff {
+    /// The wait in ms after the `attempts_made`-th failure (1-based), before jitter.
+    pub fn base_delay(&self, attempts_made: u32) -> u64 {
+        match *self {
+            Backoff::Fixed { delay, .. } => delay,
+            Backoff::Exponential { delay, .. } => {
+                let exp = attempts_made.saturating_sub(1).min(62);
+                let factor = 1u64 << exp;
+                delay.saturating_mul(factor)
+            }
+        }
+    }
+
+    /// The wait with jitter applied: uniform in `[d * (1 - jitter), d]`, `unit` in `[0, 1)`.
+    pub fn delay_with_jitter(&self, attempts_made: u32, unit: f64) -> u64 {
+        let d = self.base_delay(attempts_made);
+        let jitter = match *self {
+            Backoff::Fixed { jitter, .. } | Backoff::Exponential { jitter, .. } => jitter,
+        };
+        if jitter <= 0.0 || d == 0 {
+            return d;
+        }
+        let low = d as f64 * (1.0 - jitter);
+        (low + (d as f64 - low) * unit).round() as u64
+    }
+}
+
+/// Which finished jobs to keep (`removeOnComplete` / `removeOnFail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepJobs {
+    /// `false`: keep every finished job.
+    All,
+    /// `true`: delete the job as soon as it finishes.
+    None,
+    /// Keep at most `count` newest, and only those younger than `age_secs`.
+    Bounded {
+        count: Option<u64>,
+        age_secs: Option<u64>,
+    },
+}
+
+/// Validated options of one job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobOptions {
+    pub job_id: Option<Box<str>>,
+    pub delay: u64,
+    pub priority: u32,
+    pub lifo: bool,
+    /// Total tries (>= 1).
+    pub attempts: u32,
+    pub backoff: Option<Backoff>,
+    pub remove_on_complete: Option<KeepJobs>,
+    pub remove_on_fail: Option<KeepJobs>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RawOptions {
+    job_id: Option<String>,
+    delay: Option<f64>,
+    priority: Option<f64>,
+    lifo: Option<bool>,
+    attempts: Option<f64>,
+    backoff: Option<RawBackoff>,
+    remove_on_complete: Option<RawKeep>,
+    remove_on_fail: Option<RawKeep>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawBackoff {
+    Delay(f64),
+    Spec {
+        #[serde(rename = "type")]
+        kind: String,
+        delay: Option<f64>,
+        jitter: Option<f64>,
+    },
+}
+
+/// `removeOnComplete` / `removeOnFail` as BullMQ takes them.
+#[derive(Deserialize, Debug, Clone, Copy)]
+#[serde(untagged)]
+pub enum RawKeep {
+    Flag(bool),
+    Count(f64),
+    Spec { age: Option<f64>, count: Option<f64> },
+}
+
+impl JobOptions {
+    /// Parses and validates options from JSON text (BullMQ's option object).
+    ///
+    /// Errors: [`EngineError::InvalidOption`] naming the first bad option.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let raw: RawOptions = serde_json::from_str(text)
+            .map_err(|e| EngineError::type_error("opts", format!("are not valid job options: {e}")))?;
+        let mut o = JobOptions {
+            attempts: 1,
+            ..Default::default()
+        };
+        if let Some(id) = raw.job_id {
+            o.job_id = Some(validate_custom_id(&id)?.into());
+        }
+        if let Some(d) = raw.delay {
+            o.delay = non_negative_ms("delay", d)?;
+        }
+        if let Some(p) = raw.priority {
+            o.priority = priority("priority", p)?;
+        }
+        o.lifo = raw.lifo.unwrap_or(false);
+        if let Some(a) = raw.attempts {
+            let n = integer_in("attempts", a, 0.0, u32::MAX as f64)? as u32;
+            o.attempts = n.max(1);
+        }
+        if let Some(b) = raw.backoff {
+            o.backoff = parse_backoff(b)?;
+        }
+        if let Some(k) = raw.remove_on_complete {
+            o.remove_on_complete = Some(parse_keep("removeOnComplete", k)?);
+        }
+        if let Some(k) = raw.remove_on_fail {
+            o.remove_on_fail = Some(parse_keep("removeOnFail", k)?);
+        }
+        Ok(o)
+    }
+
+    /// The defaults: one attempt, no delay, no priority.
+    pub fn defaults() -> Self {
+        JobOptions {
+            attempts: 1,
+            ..Default::default()
+        }
+    }
+}
+
+/// Checks a custom job id: a non-empty string that is not a canonical integer and has no `:`.
+pub fn validate_custom_id(id: &str) -> Result<&str> {
+    if id.is_empty() {
+        return Err(EngineError::range("jobId", "must not be empty"));
+    }
+    if id.len() > 1024 {
+        return Err(EngineError::range("jobId", "must be at most 1024 bytes long"));
+    }
+    if id.contains(':') {
+        return Err(EngineError::range("jobId", format!("must not contain ':', got \"{id}\"")));
+    }
+    if crate::domain::job::parse_auto_id(id).is_some() || is_canonical_negative(id) {
+        return Err(EngineError::range(
+            "jobId",
+            format!("must not be an integer (integers are reserved for automatic ids), got \"{id}\""),
+        ));
+    }
+    Ok(id)
+}
+
+fn is_canonical_negative(id: &str) -> bool {
+    id.strip_prefix('-')
+        .is_some_and(|rest| crate::domain::job::parse_auto_id(rest).is_some())
+        || id == "0"
+}
+
+/// Validates a priority value (integer 0..=2,097,152).
+pub fn priority(option: &str, p: f64) -> Result<u32> {
+    Ok(integer_in(option, p, 0.0, MAX_PRIORITY as f64)? as u32)
+}
+
+/// Validates a duration in ms: finite and non-negative; fractions are truncated.
+pub fn non_negative_ms(option: &str, v: f64) -> Result<u64> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(EngineError::range(
+            option,
+            format!("must be a finite number >= 0 (milliseconds), got {v}"),
+        ));
+    }
+    Ok(v.min(u64::MAX as f64 / 2.0) as u64)
+}
+
+fn integer_in(option: &str, v: f64, lo: f64, hi: f64) -> Result<u64> {
+    if !v.is_finite() || v.fract() != 0.0 || v < lo || v > hi {
+        return Err(EngineError::range(
+            option,
+            format!("must be an integer in {lo}..={hi}, got {v}"),
+        ));
+    }
+    Ok(v as u64)
+}
+
+fn parse_backoff(b: RawBackoff) -> Result<Option<Backoff>> {
+    match b {
+        RawBackoff::Delay(d) => Ok(Some(Backoff::Fixed {
+            delay: non_negative_ms("backoff", d)?,
+            jitter: 0.0,
+        })),
+        RawBackoff::Spec { kind, delay, jitter } => {
+            let delay = non_negative_ms("backoff.delay", delay.unwrap_or(0.0))?;
+            let jitter = jitter.unwrap_or(0.0);
+            if !(0.0..=1.0).contains(&jitter) {
+                return Err(EngineError::range(
+                    "backoff.jitter",
+                    format!("must be a number in [0, 1], got {jitter}"),
+                ));
+            }
+            match kind.as_str() {
+                "fixed" => Ok(Some(Backoff::Fixed { delay, jitter })),
+                "exponential" => Ok(Some(Backoff::Exponential { delay, jitter })),
+                other => Err(EngineError::range(
+                    "backoff.type",
+                    format!("must be 'fixed' or 'exponential', got '{other}'"),
+                )),
+            }
+        }
+    }
+}
+
+/// Validates a `removeOnComplete` / `removeOnFail` value.
+pub fn parse_keep(option: &str, k: RawKeep) -> Result<KeepJobs> {
+    match k {
+        RawKeep::Flag(true) => Ok(KeepJobs::None),
+        RawKeep::Flag(false) => Ok(KeepJobs::All),
+        RawKeep::Count(n) => Ok(KeepJobs::Bounded {
+            count: Some(integer_in(option, n, 0.0, 9.0e15)?),
+            age_secs: None,
+        }),
+        RawKeep::Spec { age, count } => {
+            let count = match count {
+                Some(n) => Some(integer_in(&format!("{option}.count"), n, 0.0, 9.0e15)?),
+                None => None,
+            };
+            let age_secs = match age {
+                Some(a) => Some(non_negative_ms(&format!("{option}.age"), a)?),
+                None => None,
+            };
+            Ok(KeepJobs::Bounded { count, age_secs })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bullmq_shapes() {
+        let o = JobOptions::from_json(
+            r#"{"delay":100,"priority":3,"lifo":true,"attempts":4,"backoff":{"type":"exponential","delay":50},"removeOnComplete":true,"removeOnFail":{"age":60,"count":5},"unknown":1}"#,
+        )
+        .unwrap();
+        assert_eq!(o.delay, 100);
+        assert_eq!(o.priority, 3);
+        assert!(o.lifo);
+        assert_eq!(o.attempts, 4);
+        assert_eq!(o.backoff, Some(Backoff::Exponential { delay: 50, jitter: 0.0 }));
+        assert_eq!(o.remove_on_complete, Some(KeepJobs::None));
+        assert_eq!(
+            o.remove_on_fail,
+            Some(KeepJobs::Bounded { count: Some(5), age_secs: Some(60) })
+        );
+        let o = JobOptions::from_json(r#"{"backoff":20,"removeOnComplete":10,"attempts":0}"#).unwrap();
+        assert_eq!(o.backoff, Some(Backoff::Fixed { delay: 20, jitter: 0.0 }));
+        assert_eq!(o.remove_on_complete, Some(KeepJobs::Bounded { count: Some(10), age_secs: None }));
+        assert_eq!(o.attempts, 1);
+    }
+
+    #[test]
+    fn errors_name_the_option() {
+        for (json, option) in [
+            (r#"{"priority":-1}"#, "priority"),
+            (r#"{"priority":2097153}"#, "priority"),
+            (r#"{"priority":1.5}"#, "priority"),
+            (r#"{"delay":-5}"#, "delay"),
+            (r#"{"attempts":-1}"#, "attempts"),
+            (r#"{"backoff":{"type":"linear","delay":1}}"#, "backoff.type"),
+            (r#"{"backoff":{"type":"fixed","delay":1,"jitter":2}}"#, "backoff.jitter"),
+            (r#"{"removeOnFail":{"count":-2}}"#, "removeOnFail.count"),
+            (r#"{"jobId":"12"}"#, "jobId"),
+            (r#"{"jobId":"a:b"}"#, "jobId"),
+            (r#"{"jobId":""}"#, "jobId"),
+        ] {
+            let e = JobOptions::from_json(json).unwrap_err();
+            assert!(e.to_string().starts_with(option), "{json}: {e}");
+            assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        }
+        assert!(JobOptions::from_json(r#"{"delay":"x"}"#).is_err());
+        assert!(JobOptions::from_json("not json").is_err());
+        assert!(validate_custom_id("007").is_ok());
+        assert!(validate_custom_id("-3").is_err());
+    }
+
+    #[test]
+    fn backoff_delays() {
+        let e = Backoff::Exponential { delay: 100, jitter: 0.0 };
+        assert_eq!(e.base_delay(1), 100);
+        assert_eq!(e.base_delay(2), 200);
+        assert_eq!(e.base_delay(3), 400);
+        assert_eq!(e.base_delay(200), 100u64.saturating_mul(1 << 62));
+        let f = Backoff::Fixed { delay: 70, jitter: 0.5 };
+        assert_eq!(f.delay_with_jitter(3, 0.0), 35);
+        assert_eq!(f.delay_with_jitter(3, 0.999_999), 70);
+    }
+}

@@ -1,0 +1,496 @@
+//! One queue's state machine: add, take (activate), ack (complete / fail / retry) and the delayed
+//! promotion, with the structures that hold each state.
+//!
+//! - waiting + prioritized: one [`IndexedHeap`] keyed by `(priority, order)`: priority 0 sorts
+//!   first, then lower numbers; `order` is an increasing admission counter (negated for `lifo`), so
+//!   equal priorities are FIFO and `lifo` jumps the line within its priority.
+//! - delayed: a [`DelayedHeap`] by run-at (FIFO on ties).
+//! - active / completed / failed: `BTreeMap<seq, key>` in the order jobs entered the state, which
+//!   gives paging, oldest-first trimming for retention and O(log n) removal.
+//!
+//! Invariant: every job in `jobs` is in exactly one of those structures, the one its `state` names.
+//! Reads and administrative operations live in `queue_read.rs` and `queue_admin.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::event::{Event, EventKind};
+use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
+use super::options::{JobOptions, KeepJobs};
+use super::waiters::WaiterQueue;
+use crate::structures::{DelayedHeap, IndexedHeap};
+
+/// Side effects of an operation that the engine carries out after releasing the shard lock.
+#[derive(Default, Debug)]
+pub struct Effects {
+    /// Events for listeners (only collected while the queue has listeners).
+    pub events: Vec<Event>,
+    /// Earliest run-at of a job that entered the delayed set.
+    pub wake_at: Option<u64>,
+}
+
+impl Effects {
+    fn wake(&mut self, at: u64) {
+        self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
+    }
+}
+
+/// A job to add.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub name: String,
+    /// Payload as JSON text.
+    pub data: Box<str>,
+    pub opts: JobOptions,
+    /// Options as the user gave them, echoed back in `opts`.
+    pub opts_json: Option<Box<str>>,
+    /// Creation time; `delay` counts from it.
+    pub timestamp: u64,
+}
+
+/// What `add` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// A new job with this key.
+    New(JobKey),
+    /// A job with that custom id exists already; nothing was added.
+    Duplicate(JobKey),
+}
+
+/// How a worker finished an activation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Success, with the return value as JSON text.
+    Completed(Box<str>),
+    /// Failure.
+    Failed {
+        reason: Box<str>,
+        stack: Option<Box<str>>,
+        /// Fail now whatever attempts remain.
+        unrecoverable: bool,
+    },
+}
+
+/// What an ack did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckResult {
+    Completed,
+    /// Failed and will be retried after `delay` ms (0: back to waiting now).
+    Retrying { delay: u64 },
+    /// Failed for good.
+    Failed,
+    /// The job was not active under that token (removed, obliterated or already acked).
+    Stale,
+}
+
+/// Most distinct job names interned per queue; beyond that names are allocated per job.
+const MAX_INTERNED_NAMES: usize = 1_024;
+/// Stack traces kept per job, as BullMQ's default `stackTraceLimit`.
+const STACKTRACE_LIMIT: usize = 10;
+
+/// One queue.
+pub struct QueueState {
+    pub name: Arc<str>,
+    pub(super) jobs: FxHashMap<JobKey, Job>,
+    pub(super) custom_ids: FxHashMap<Box<str>, JobKey>,
+    names: FxHashSet<Arc<str>>,
+    pub(super) last_auto_id: u64,
+    custom_seq: u64,
+    order_seq: i64,
+    pub(super) ready: IndexedHeap<JobKey, (u32, i64)>,
+    pub(super) prioritized: usize,
+    pub(super) delayed: DelayedHeap<JobKey>,
+    pub(super) active: BTreeMap<u64, JobKey>,
+    pub(super) completed: BTreeMap<u64, JobKey>,
+    pub(super) failed: BTreeMap<u64, JobKey>,
+    state_seq: u64,
+    lock_seq: u64,
+    pub(super) paused: bool,
+    /// Long-poll waiters of this queue.
+    pub waiters: WaiterQueue,
+    /// Number of event listeners; events are collected only while > 0.
+    pub listeners: u32,
+    /// Source of jitter for backoff (xorshift).
+    rng: u64,
+}
+
+impl QueueState {
+    /// An empty queue.
+    pub fn new(name: Arc<str>) -> Self {
+        let seed = crate::structures::fnv1a(name.as_bytes()) as u64 | 1;
+        QueueState {
+            name,
+            jobs: FxHashMap::default(),
+            custom_ids: FxHashMap::default(),
+            names: FxHashSet::default(),
+            last_auto_id: 0,
+            custom_seq: 0,
+            order_seq: 0,
+            ready: IndexedHeap::new(),
+            prioritized: 0,
+            delayed: DelayedHeap::new(),
+            active: BTreeMap::new(),
+            completed: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            state_seq: 0,
+            lock_seq: 0,
+            paused: false,
+            waiters: WaiterQueue::default(),
+            listeners: 0,
+            rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    /// Records an event if anyone listens.
+    pub(super) fn emit(&self, fx: &mut Effects, kind: impl FnOnce() -> EventKind) {
+        if self.listeners > 0 {
+            fx.events.push(Event {
+                queue: self.name.clone(),
+                kind: kind(),
+            });
+        }
+    }
+
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(name);
+        if self.names.len() < MAX_INTERNED_NAMES {
+            self.names.insert(n.clone());
+        }
+        n
+    }
+
+    pub(super) fn next_state_seq(&mut self) -> u64 {
+        self.state_seq += 1;
+        self.state_seq
+    }
+
+    /// Adds one job. O(log n).
+    pub fn add(&mut self, job: NewJob, now: u64, fx: &mut Effects) -> Added {
+        if let Some(id) = &job.opts.job_id {
+            if let Some(&key) = self.custom_ids.get(id) {
+                self.emit(fx, || EventKind::Duplicated { job_id: id.to_string() });
+                return Added::Duplicate(key);
+            }
+        }
+        let key = match &job.opts.job_id {
+            Some(id) => {
+                self.custom_seq += 1;
+                let key = CUSTOM_KEY_BIT | self.custom_seq;
+                self.custom_ids.insert(id.clone(), key);
+                key
+            }
+            None => {
+                self.last_auto_id += 1;
+                self.last_auto_id
+            }
+        };
+        let name = self.intern(&job.name);
+        let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
+        record.opts_json = job.opts_json;
+        let run_at = job.timestamp.saturating_add(job.opts.delay);
+        let lifo = job.opts.lifo;
+        self.emit(fx, || EventKind::Added {
+            job_id: record.id_string(),
+            name: record.name.clone(),
+        });
+        if job.opts.delay > 0 && run_at > now {
+            record.state = JobState::Delayed;
+            self.emit(fx, || EventKind::Delayed {
+                job_id: record.id_string(),
+                delay: run_at,
+            });
+            self.jobs.insert(key, record);
+            self.delayed.insert(key, run_at);
+            fx.wake(run_at);
+        } else {
+            self.emit(fx, || EventKind::Waiting {
+                job_id: record.id_string(),
+                prev: None,
+            });
+            self.jobs.insert(key, record);
+            self.push_ready(key, lifo);
+            if !self.paused {
+                self.waiters.notify(1);
+            }
+        }
+        Added::New(key)
+    }
+
+    /// Puts a job (already in `jobs`) into the ready heap by its priority; sets its state.
+    pub(super) fn push_ready(&mut self, key: JobKey, lifo: bool) {
+        self.order_seq += 1;
+        let order = if lifo { -self.order_seq } else { self.order_seq };
+        let Some(job) = self.jobs.get_mut(&key) else {
+            return;
+        };
+        job.state = if job.priority > 0 {
+            self.prioritized += 1;
+            JobState::Prioritized
+        } else {
+            JobState::Waiting
+        };
+        self.ready.push(key, (job.priority, order));
+    }
+
+    /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
+    pub(super) fn unready(&mut self, key: JobKey) -> bool {
+        match self.ready.remove(&key) {
+            Some((priority, _)) => {
+                if priority > 0 {
+                    self.prioritized -= 1;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves due delayed jobs to the ready heap and wakes waiters. O(k log n).
+    pub fn promote_due(&mut self, now: u64, fx: &mut Effects) -> usize {
+        let mut n = 0;
+        while let Some((key, _)) = self.delayed.pop_due(now) {
+            self.push_ready(key, false);
+            self.emit(fx, || EventKind::Waiting {
+                job_id: id_of(key, &self.jobs),
+                prev: Some("delayed"),
+            });
+            n += 1;
+        }
+        if n > 0 && !self.paused {
+            self.waiters.notify(n);
+        }
+        n
+    }
+
+    /// Earliest run-at among delayed jobs.
+    pub fn next_due(&mut self) -> Option<u64> {
+        self.delayed.next_due()
+    }
+
+    /// Activates up to `max` ready jobs (none while paused), appending their JSON records (with
+    /// tokens) to `out` as array elements. Returns how many were taken. O(k log n).
+    pub fn take(&mut self, max: usize, now: u64, out: &mut String, fx: &mut Effects) -> usize {
+        self.promote_due(now, fx);
+        if self.paused {
+            return 0;
+        }
+        let mut taken = 0;
+        while taken < max {
+            let Some((key, (priority, _))) = self.ready.pop() else {
+                break;
+            };
+            if priority > 0 {
+                self.prioritized -= 1;
+            }
+            self.lock_seq += 1;
+            let lock = self.lock_seq;
+            let seq = self.next_state_seq();
+            let Some(job) = self.jobs.get_mut(&key) else {
+                continue;
+            };
+            let prev = job.state.as_str();
+            job.state = JobState::Active;
+            job.lock = lock;
+            job.processed_on = now;
+            job.attempts_started += 1;
+            job.state_seq = seq;
+            if taken > 0 || out.len() > 1 {
+                out.push(',');
+            }
+            job.write_json(out, true);
+            self.active.insert(seq, key);
+            self.emit(fx, || EventKind::Active {
+                job_id: id_of(key, &self.jobs),
+                prev,
+            });
+            taken += 1;
+        }
+        if taken > 0 && self.ready.is_empty() {
+            self.emit(fx, || EventKind::Drained);
+        }
+        taken
+    }
+
+    /// Finishes an activation. `keep` is the worker's retention rule, used when the job has none
+    /// of its own. `unit` in [0, 1) draws the jitter. O(log n).
+    pub fn ack(
+        &mut self,
+        key: JobKey,
+        lock: u64,
+        outcome: Outcome,
+        keep: Option<KeepJobs>,
+        now: u64,
+        fx: &mut Effects,
+    ) -> AckResult {
+        let Some(job) = self.jobs.get_mut(&key) else {
+            return AckResult::Stale;
+        };
+        if job.state != JobState::Active || job.lock != lock {
+            return AckResult::Stale;
+        }
+        let active_seq = job.state_seq;
+        self.active.remove(&active_seq);
+        match outcome {
+            Outcome::Completed(value) => {
+                job.state = JobState::Completed;
+                job.finished_on = now;
+                let rule = job.policy.as_ref().and_then(|p| p.remove_on_complete).or(keep);
+                let listened = self.listeners > 0;
+                let ev = listened.then(|| (job.id_string(), value.clone()));
+                job.extra_mut().returnvalue = Some(value);
+                let seq = self.next_state_seq();
+                if let Some(job) = self.jobs.get_mut(&key) {
+                    job.state_seq = seq;
+                }
+                self.completed.insert(seq, key);
+                if let Some((job_id, returnvalue)) = ev {
+                    self.emit(fx, || EventKind::Completed { job_id, returnvalue });
+                }
+                self.retain(JobState::Completed, rule, now);
+                AckResult::Completed
+            }
+            Outcome::Failed {
+                reason,
+                stack,
+                unrecoverable,
+            } => {
+                job.attempts_made += 1;
+                let attempts_made = job.attempts_made;
+                let exhausted = attempts_made >= job.attempts();
+                let backoff = job.policy.as_ref().and_then(|p| p.backoff);
+                let rule = job.policy.as_ref().and_then(|p| p.remove_on_fail).or(keep);
+                let extra = job.extra_mut();
+                extra.failed_reason = Some(reason.clone());
+                if let Some(s) = stack {
+                    extra.stacktrace.push(s);
+                    if extra.stacktrace.len() > STACKTRACE_LIMIT {
+                        extra.stacktrace.remove(0);
+                    }
+                }
+                if !unrecoverable && !exhausted {
+                    let unit = self.next_unit();
+                    let delay = backoff.map_or(0, |b| b.delay_with_jitter(attempts_made, unit));
+                    self.retry_after(key, delay, now, fx);
+                    return AckResult::Retrying { delay };
+                }
+                if let Some(job) = self.jobs.get_mut(&key) {
+                    job.state = JobState::Failed;
+                    job.finished_on = now;
+                }
+                let seq = self.next_state_seq();
+                if let Some(job) = self.jobs.get_mut(&key) {
+                    job.state_seq = seq;
+                }
+                self.failed.insert(seq, key);
+                self.emit(fx, || EventKind::Failed {
+                    job_id: id_of(key, &self.jobs),
+                    failed_reason: reason,
+                });
+                if exhausted {
+                    self.emit(fx, || EventKind::RetriesExhausted {
+                        job_id: id_of(key, &self.jobs),
+                        attempts_made,
+                    });
+                }
+                self.retain(JobState::Failed, rule, now);
+                AckResult::Failed
+            }
+        }
+    }
+
+    /// Puts a failed attempt back: delayed by `delay` ms, or straight to ready.
+    fn retry_after(&mut self, key: JobKey, delay: u64, now: u64, fx: &mut Effects) {
+        if delay > 0 {
+            let run_at = now.saturating_add(delay);
+            if let Some(job) = self.jobs.get_mut(&key) {
+                job.state = JobState::Delayed;
+                job.delay = delay;
+            }
+            self.delayed.insert(key, run_at);
+            fx.wake(run_at);
+            self.emit(fx, || EventKind::Delayed {
+                job_id: id_of(key, &self.jobs),
+                delay: run_at,
+            });
+        } else {
+            self.push_ready(key, false);
+            if !self.paused {
+                self.waiters.notify(1);
+            }
+            self.emit(fx, || EventKind::Waiting {
+                job_id: id_of(key, &self.jobs),
+                prev: Some("failed"),
+            });
+        }
+    }
+
+    /// Applies a retention rule to the finished set of `state` (completed or failed).
+    fn retain(&mut self, state: JobState, rule: Option<KeepJobs>, now: u64) {
+        let Some(rule) = rule else { return };
+        let (count, age_secs) = match rule {
+            KeepJobs::All => return,
+            KeepJobs::None => (Some(0), None),
+            KeepJobs::Bounded { count, age_secs } => (count, age_secs),
+        };
+        if let Some(age) = age_secs {
+            let cutoff = now.saturating_sub(age.saturating_mul(1_000));
+            loop {
+                let set = if state == JobState::Completed { &self.completed } else { &self.failed };
+                let Some((&seq, &key)) = set.first_key_value() else { break };
+                let old = self.jobs.get(&key).is_none_or(|j| j.finished_on < cutoff);
+                if !old {
+                    break;
+                }
+                self.finished_set(state).remove(&seq);
+                self.forget(key);
+            }
+        }
+        if let Some(count) = count {
+            while self.finished_set(state).len() as u64 > count {
+                let Some((_, key)) = self.finished_set(state).pop_first() else { break };
+                self.forget(key);
+            }
+        }
+    }
+
+    pub(super) fn finished_set(&mut self, state: JobState) -> &mut BTreeMap<u64, JobKey> {
+        match state {
+            JobState::Failed => &mut self.failed,
+            JobState::Active => &mut self.active,
+            _ => &mut self.completed,
+        }
+    }
+
+    /// Drops a job that is already out of every state structure.
+    pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
+        let job = self.jobs.remove(&key)?;
+        if let Some(id) = &job.custom_id {
+            self.custom_ids.remove(id);
+        }
+        Some(job)
+    }
+
+    fn next_unit(&mut self) -> f64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Counts for the shard's running totals: (ready, delayed, active).
+    pub fn tallies(&self) -> (usize, usize, usize) {
+        (self.ready.len(), self.delayed.len(), self.active.len())
+    }
+}
+
+/// The id string of a job that is known to exist (empty if not, which never happens).
+pub(super) fn id_of(key: JobKey, jobs: &FxHashMap<JobKey, Job>) -> String {
+    jobs.get(&key).map(Job::id_string).unwrap_or_default()
+}

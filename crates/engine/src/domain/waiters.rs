@@ -1,0 +1,180 @@
+//! Long-poll waiters of one queue.
+//!
+//! An append-only entry array with a head cursor: waiters register at the tail; a notification
+//! wakes the entry at the head and advances the cursor, skipping entries whose puller gave up
+//! (timed out, so its receiver is gone) or was cancelled. Nothing is filtered or spliced per
+//! notification. The consumed prefix is compacted once the head reaches 1,024 entries and at least
+//! half the array is consumed. When a notification finds no live waiter, one coalesced
+//! pending bit is set instead of counting credits: the next waiter to register is released at once
+//! and retries its pull once, so surplus notifications never cause a run of empty pulls.
+//!
+//! All methods run under the owning shard's lock, which is what makes "check for jobs, then
+//! register" free of lost wake-ups.
+
+use tokio::sync::oneshot;
+
+/// Head position from which the consumed prefix is compacted.
+const COMPACT_AT: usize = 1_024;
+
+struct Waiter {
+    puller: u32,
+    tx: oneshot::Sender<()>,
+}
+
+/// The waiters of one queue.
+#[derive(Default)]
+pub struct WaiterQueue {
+    entries: Vec<Option<Waiter>>,
+    head: usize,
+    pending: bool,
+}
+
+impl WaiterQueue {
+    /// Registers a waiter for `puller`; the receiver resolves `Ok` when woken and `Err` when
+    /// cancelled. O(1) amortized.
+    pub fn register(&mut self, puller: u32) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        if self.pending {
+            self.pending = false;
+            let _ = tx.send(());
+            return rx;
+        }
+        self.sweep_if_bloated();
+        self.entries.push(Some(Waiter { puller, tx }));
+        rx
+    }
+
+    /// Wakes up to `n` live waiters; returns how many were woken. With none live, sets the
+    /// pending bit (once, however many notifications arrive).
+    pub fn notify(&mut self, n: usize) -> usize {
+        let mut woken = 0;
+        while woken < n && self.head < self.entries.len() {
+            let slot = self.entries[self.head].take();
+            self.head += 1;
+            if let Some(w) = slot {
+                if w.tx.send(()).is_ok() {
+                    woken += 1;
+                }
+            }
+        }
+        if woken < n && n > 0 && woken == 0 {
+            self.pending = true;
+        }
+        self.compact();
+        woken
+    }
+
+    /// Cancels every waiter of `puller` (their pulls resolve empty). O(waiters).
+    pub fn cancel(&mut self, puller: u32) {
+        for slot in &mut self.entries[self.head..] {
+            if slot.as_ref().is_some_and(|w| w.puller == puller) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// Cancels every waiter.
+    pub fn cancel_all(&mut self) {
+        self.entries.clear();
+        self.head = 0;
+        self.pending = false;
+    }
+
+    /// Live waiters (registered, not consumed, receiver still held).
+    pub fn live(&self) -> usize {
+        self.entries[self.head..]
+            .iter()
+            .filter(|s| s.as_ref().is_some_and(|w| !w.tx.is_closed()))
+            .count()
+    }
+
+    /// Whether the coalesced pending bit is set.
+    pub fn pending(&self) -> bool {
+        self.pending
+    }
+
+    /// Entries held, live or not (for tests of the compaction bound).
+    pub fn capacity_used(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn compact(&mut self) {
+        if self.head >= COMPACT_AT && self.head * 2 >= self.entries.len() {
+            self.entries.drain(..self.head);
+            self.head = 0;
+        } else if self.head == self.entries.len() {
+            self.entries.clear();
+            self.head = 0;
+        }
+    }
+
+    /// Pullers that timed out leave dead entries behind while no job arrives; sweep them when
+    /// they pile up so an idle queue's array stays bounded.
+    fn sweep_if_bloated(&mut self) {
+        let unconsumed = self.entries.len() - self.head;
+        if unconsumed >= COMPACT_AT && unconsumed.is_multiple_of(COMPACT_AT) {
+            self.entries.drain(..self.head);
+            self.head = 0;
+            self.entries
+                .retain(|s| s.as_ref().is_some_and(|w| !w.tx.is_closed()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_wakes_in_registration_order() {
+        let mut q = WaiterQueue::default();
+        let mut a = q.register(1);
+        let mut b = q.register(2);
+        assert_eq!(q.notify(1), 1);
+        assert!(a.try_recv().is_ok());
+        assert!(b.try_recv().is_err());
+        assert_eq!(q.notify(5), 1);
+        assert!(b.try_recv().is_ok());
+    }
+
+    #[test]
+    fn pending_bit_coalesces_notifications() {
+        let mut q = WaiterQueue::default();
+        assert_eq!(q.notify(3), 0);
+        assert_eq!(q.notify(3), 0);
+        assert!(q.pending());
+        let mut a = q.register(1);
+        assert!(a.try_recv().is_ok(), "released at once by the pending bit");
+        let mut b = q.register(1);
+        assert!(b.try_recv().is_err(), "only one retry hint");
+    }
+
+    #[test]
+    fn dead_and_cancelled_waiters_are_skipped() {
+        let mut q = WaiterQueue::default();
+        let a = q.register(1);
+        drop(a); // timed out
+        let mut b = q.register(2);
+        let mut c = q.register(3);
+        q.cancel(2);
+        assert!(b.try_recv().is_err());
+        assert_eq!(q.notify(1), 1);
+        assert!(c.try_recv().is_ok());
+    }
+
+    #[test]
+    fn idle_timeouts_do_not_grow_without_bound() {
+        let mut q = WaiterQueue::default();
+        for i in 0..100_000u32 {
+            drop(q.register(i));
+        }
+        assert!(q.capacity_used() <= COMPACT_AT + 1, "{}", q.capacity_used());
+        let mut keep = Vec::new();
+        for i in 0..3_000u32 {
+            keep.push(q.register(i));
+        }
+        assert_eq!(q.live(), 3_000);
+        assert_eq!(q.notify(3_000), 3_000);
+        assert!(q.capacity_used() < COMPACT_AT * 2);
+    }
+}

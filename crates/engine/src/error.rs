@@ -1,0 +1,107 @@
+//! Engine errors with stable codes. The binding maps each to a JS error whose `code` is
+//! [`EngineError::code`] and whose class follows [`EngineError::kind`].
+
+/// Which JS error class an error becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A value of the wrong type (`TypeError`).
+    Type,
+    /// A value out of its range (`RangeError`).
+    Range,
+    /// Anything else (`QueueError`).
+    Queue,
+}
+
+/// Everything an engine call can refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// An option or argument is invalid; `option` names it.
+    #[error("{option} {reason}")]
+    InvalidOption {
+        option: String,
+        reason: String,
+        kind: ErrorKind,
+    },
+    /// The queue (or engine) was closed.
+    #[error("queue \"{0}\" is closed")]
+    QueueClosed(String),
+    /// No job with that id.
+    #[error("job {0} not found")]
+    JobNotFound(String),
+    /// The job is not in a state that allows the operation.
+    #[error("job {id} is {state}; {operation} needs it {expected}")]
+    InvalidState {
+        id: String,
+        state: &'static str,
+        operation: &'static str,
+        expected: &'static str,
+    },
+    /// The job is active (held by a worker) and cannot be removed.
+    #[error("job {0} is active (locked by a worker) and cannot be removed")]
+    JobLocked(String),
+    /// `obliterate` without `force` on a queue with active jobs.
+    #[error("queue \"{queue}\" has {active} active job(s); pass {{ force: true }} to obliterate it anyway")]
+    QueueActive { queue: String, active: usize },
+    /// A bug: an invariant did not hold. Never expected.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// The stable code string carried to JS.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::InvalidOption { .. } => "ERR_INVALID_OPTION",
+            EngineError::QueueClosed(_) => "ERR_QUEUE_CLOSED",
+            EngineError::JobNotFound(_) => "ERR_JOB_NOT_FOUND",
+            EngineError::InvalidState { .. } => "ERR_JOB_STATE",
+            EngineError::JobLocked(_) => "ERR_JOB_LOCKED",
+            EngineError::QueueActive { .. } => "ERR_QUEUE_ACTIVE",
+            EngineError::Internal(_) => "ERR_INTERNAL",
+        }
+    }
+
+    /// The JS error class this becomes.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::InvalidOption { kind, .. } => *kind,
+            _ => ErrorKind::Queue,
+        }
+    }
+
+    /// Shorthand for a range error on `option`.
+    pub fn range(option: impl Into<String>, reason: impl Into<String>) -> Self {
+        EngineError::InvalidOption {
+            option: option.into(),
+            reason: reason.into(),
+            kind: ErrorKind::Range,
+        }
+    }
+
+    /// Shorthand for a type error on `option`.
+    pub fn type_error(option: impl Into<String>, reason: impl Into<String>) -> Self {
+        EngineError::InvalidOption {
+            option: option.into(),
+            reason: reason.into(),
+            kind: ErrorKind::Type,
+        }
+    }
+}
+
+/// Result of engine calls.
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_messages_name_the_option() {
+        let e = EngineError::range("priority", "must be an integer in 0..=2097152, got -1");
+        assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        assert_eq!(e.kind(), ErrorKind::Range);
+        assert!(e.to_string().starts_with("priority must be"));
+        assert_eq!(EngineError::QueueClosed("q".into()).code(), "ERR_QUEUE_CLOSED");
+        assert_eq!(EngineError::JobLocked("1".into()).kind(), ErrorKind::Queue);
+    }
+}

@@ -1,0 +1,25 @@
+//! ferroqueue's engine: sharded in-memory job queues with BullMQ semantics, no napi.
+//!
+//! Layers, innermost first:
+//! - [`structures`]: 4-ary heaps with lazy deletion, the delayed-job heap, FNV-1a.
+//! - [`domain`]: the job model, its options, one queue's state machine, long-poll waiters, events
+//!   and the shard that owns a set of queues. No I/O and no clock of its own: time is passed in.
+//! - [`application`]: the [`Engine`]: shards behind locks, async pulls, the delayed-job timer and
+//!   the event hub that fans transitions out to listeners.
+//!
+//! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
+//! parses them.
+
+pub mod application;
+pub mod clock;
+pub mod domain;
+pub mod error;
+pub mod structures;
+
+pub use application::engine::{Ack, Engine, EngineConfig, QueueRef};
+pub use clock::{Clock, MockClock, SystemClock};
+pub use domain::event::{Event, EventKind};
+pub use domain::job::{JobId, JobState};
+pub use domain::options::{Backoff, JobOptions, KeepJobs};
+pub use domain::queue::{AckResult, Added, NewJob, Outcome};
+pub use error::{EngineError, ErrorKind, Result};
