@@ -71,6 +71,9 @@ pub enum Outcome {
         /// Fail now whatever attempts remain.
         unrecoverable: bool,
     },
+    /// Given back unprocessed (a worker closed with force): back to the head of waiting,
+    /// no attempt counted.
+    Released,
 }
 
 /// What an ack did.
@@ -81,6 +84,8 @@ pub enum AckResult {
     Retrying { delay: u64 },
     /// Failed for good.
     Failed,
+    /// Back to waiting, unprocessed.
+    Released,
     /// The job was not active under that token (removed, obliterated or already acked).
     Stale,
 }
@@ -336,6 +341,17 @@ impl QueueState {
         let active_seq = job.state_seq;
         self.active.remove(&active_seq);
         match outcome {
+            Outcome::Released => {
+                self.push_ready(key, true);
+                if !self.paused {
+                    self.waiters.notify(1);
+                }
+                self.emit(fx, || EventKind::Waiting {
+                    job_id: id_of(key, &self.jobs),
+                    prev: Some("active"),
+                });
+                AckResult::Released
+            }
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
                 job.finished_on = now;

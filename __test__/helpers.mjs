@@ -1,0 +1,47 @@
+// Shared test helpers. Bun runs every file in one process, so each test uses its own queue name.
+let n = 0
+export function uniqueName(prefix = 'q') {
+  n += 1
+  return `${prefix}-${process.pid}-${n}-${Math.random().toString(36).slice(2, 8)}`
+}
+
+export const delay = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `cond` until it is truthy or `timeout` ms pass. */
+export async function waitFor(cond, timeout = 5000, step = 5) {
+  const end = Date.now() + timeout
+  for (;;) {
+    const v = await cond()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`waitFor timed out after ${timeout} ms`)
+    await delay(step)
+  }
+}
+
+/** Resolves with the args of the next `event` of `emitter`. */
+export function once(emitter, event, timeout = 5000) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no '${event}' within ${timeout} ms`)), timeout)
+    emitter.once(event, (...args) => {
+      clearTimeout(t)
+      resolve(args)
+    })
+  })
+}
+
+/** Collects `count` emissions of `event`. */
+export function collect(emitter, event, count, timeout = 5000) {
+  return new Promise((resolve, reject) => {
+    const got = []
+    const t = setTimeout(() => reject(new Error(`only ${got.length}/${count} '${event}' within ${timeout} ms`)), timeout)
+    const on = (...args) => {
+      got.push(args)
+      if (got.length === count) {
+        clearTimeout(t)
+        emitter.off(event, on)
+        resolve(got)
+      }
+    }
+    emitter.on(event, on)
+  })
+}

@@ -1,0 +1,227 @@
+'use strict'
+// The Job: BullMQ's fields and methods over a queue handle. A Job belongs to the Queue or Worker
+// that produced it (`job.queue`), whose native handle its methods use.
+
+const { binding, decode } = require('./native')
+const { QueueError } = require('./errors')
+const v = require('./validate')
+
+function orUndefined(x) {
+  return x === null ? undefined : x
+}
+
+class Job {
+  /**
+   * @param queue the Queue (or Worker) the job belongs to
+   */
+  constructor(queue, name, data, opts = {}, id) {
+    this.queue = queue
+    this.name = name
+    this.data = data
+    this.opts = opts
+    this.id = id
+    this.progress = 0
+    this.returnvalue = null
+    this.failedReason = undefined
+    this.stacktrace = []
+    this.attemptsMade = 0
+    this.attemptsStarted = 0
+    this.timestamp = opts.timestamp ?? Date.now()
+    this.processedOn = undefined
+    this.finishedOn = undefined
+    this.delay = opts.delay ?? 0
+    this.priority = opts.priority ?? 0
+    this.token = undefined
+  }
+
+  /** Builds a Job from an engine record (already parsed). */
+  static fromRecord(queue, r) {
+    const job = new Job(queue, r.name, r.data, r.opts, r.id)
+    job.progress = r.progress
+    job.returnvalue = r.returnvalue
+    job.failedReason = orUndefined(r.failedReason)
+    job.stacktrace = r.stacktrace
+    job.attemptsMade = r.attemptsMade
+    job.attemptsStarted = r.attemptsStarted
+    job.timestamp = r.timestamp
+    job.processedOn = orUndefined(r.processedOn)
+    job.finishedOn = orUndefined(r.finishedOn)
+    job.delay = r.delay
+    job.priority = r.priority
+    if (r.token !== undefined) job.token = String(r.token)
+    return job
+  }
+
+  get _h() {
+    this.queue._ensureOpen()
+    return this.queue._h
+  }
+
+  _call(fn, ...args) {
+    const h = this._h
+    try {
+      return fn(h, this.id, ...args)
+    } catch (e) {
+      throw decode(e)
+    }
+  }
+
+  /** Stores progress (any JSON value) and emits `progress`. */
+  async updateProgress(progress) {
+    const text = v.toJson(progress, 'progress', 'null')
+    this._call(binding.updateProgress, text)
+    this.progress = progress
+    if (this.queue._onProgress) this.queue._onProgress(this, progress)
+  }
+
+  /** Appends a row to the job's log; returns the number of rows. */
+  async log(row) {
+    const keep = this.opts.keepLogs ?? 0
+    return this._call(binding.addLog, String(row), keep)
+  }
+
+  /** The job's current state, or 'unknown' once it is gone. */
+  async getState() {
+    return this._call(binding.getState)
+  }
+
+  /** Replaces the job's data. */
+  async updateData(data) {
+    const text = v.toJson(data)
+    this._call(binding.updateData, text)
+    this.data = data
+  }
+
+  /** Changes the priority (and with `lifo` puts the job first within it). */
+  async changePriority(opts = {}) {
+    v.optionalObject('opts', opts)
+    const priority = opts.priority ?? 0
+    v.number('priority', priority)
+    if (opts.lifo !== undefined) v.jobOptions({ lifo: opts.lifo }, 'opts')
+    this._call(binding.changePriority, priority, opts.lifo === true)
+    this.priority = priority
+  }
+
+  /** Reschedules a delayed job to run `delay` ms from now. */
+  async changeDelay(delay) {
+    v.number('delay', delay)
+    this._call(binding.changeDelay, delay)
+    this.delay = delay
+  }
+
+  /** Moves a delayed job to waiting now. */
+  async promote() {
+    this._call(binding.promote)
+    this.delay = 0
+  }
+
+  /** Moves a failed (or, with state 'completed', a completed) job back to waiting. */
+  async retry(state = 'failed', opts = {}) {
+    if (state !== 'failed' && state !== 'completed') {
+      const e = new RangeError(`state must be 'failed' or 'completed', got ${v.describe(state)}`)
+      e.code = 'ERR_INVALID_OPTION'
+      throw e
+    }
+    v.optionalObject('opts', opts)
+    const reset = !!(opts && (opts.resetAttemptsMade || opts.resetAttemptsStarted))
+    this._call(binding.retryJob, state, reset)
+    this.failedReason = undefined
+    this.finishedOn = undefined
+    this.processedOn = undefined
+    this.returnvalue = null
+    if (reset) this.attemptsMade = 0
+  }
+
+  /** Removes the job; throws ERR_JOB_LOCKED while a worker holds it. */
+  async remove() {
+    this._call(binding.removeJob)
+  }
+
+  async isCompleted() {
+    return (await this.getState()) === 'completed'
+  }
+  async isFailed() {
+    return (await this.getState()) === 'failed'
+  }
+  async isDelayed() {
+    return (await this.getState()) === 'delayed'
+  }
+  async isActive() {
+    return (await this.getState()) === 'active'
+  }
+  async isWaiting() {
+    const s = await this.getState()
+    return s === 'waiting' || s === 'prioritized'
+  }
+
+  /**
+   * Resolves with the return value once the job completes, rejects with its failure reason once
+   * it fails for good, or with ERR_TIMEOUT after `ttl` ms.
+   */
+  waitUntilFinished(queueEvents, ttl) {
+    if (!queueEvents || typeof queueEvents._waitFor !== 'function') {
+      return Promise.reject(
+        Object.assign(new TypeError('queueEvents must be a QueueEvents instance'), { code: 'ERR_INVALID_OPTION' }),
+      )
+    }
+    if (ttl !== undefined) v.integerAtLeast('ttl', ttl, 0)
+    return new Promise((resolve, reject) => {
+      let timer
+      const stop = queueEvents._waitFor(this.id, (name, payload) => {
+        clearTimeout(timer)
+        if (name === 'completed') resolve(payload.returnvalue)
+        else reject(new Error(payload.failedReason))
+      })
+      if (ttl) {
+        timer = setTimeout(() => {
+          stop()
+          reject(new QueueError('ERR_TIMEOUT', `job ${this.id} did not finish within ${ttl} ms`))
+        }, ttl)
+      }
+      // The job may have finished before we started listening.
+      let state
+      let record
+      try {
+        state = binding.getState(this._h, this.id)
+        record = state === 'completed' || state === 'failed' ? JSON.parse(binding.getJob(this._h, this.id)) : null
+      } catch (e) {
+        stop()
+        clearTimeout(timer)
+        return reject(decode(e))
+      }
+      if (record) {
+        stop()
+        clearTimeout(timer)
+        if (state === 'completed') resolve(record.returnvalue)
+        else reject(new Error(record.failedReason))
+      }
+    })
+  }
+
+  /** A plain object of the job's fields. */
+  asJSON() {
+    return {
+      id: this.id,
+      name: this.name,
+      data: this.data,
+      opts: this.opts,
+      progress: this.progress,
+      returnvalue: this.returnvalue,
+      failedReason: this.failedReason,
+      stacktrace: this.stacktrace,
+      attemptsMade: this.attemptsMade,
+      attemptsStarted: this.attemptsStarted,
+      timestamp: this.timestamp,
+      processedOn: this.processedOn,
+      finishedOn: this.finishedOn,
+      delay: this.delay,
+      priority: this.priority,
+    }
+  }
+
+  toJSON() {
+    return this.asJSON()
+  }
+}
+
+module.exports = { Job }

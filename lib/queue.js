@@ -1,0 +1,286 @@
+'use strict'
+// Queue: BullMQ's producer and admin API over one native queue handle.
+
+const { EventEmitter } = require('node:events')
+const { binding, decode, engineFor, openQueue } = require('./native')
+const { QueueError } = require('./errors')
+const { Job } = require('./job')
+const v = require('./validate')
+
+const ALL_TYPES = ['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'paused']
+const CLEAN_TYPES = ['completed', 'failed', 'delayed', 'wait', 'waiting', 'prioritized', 'paused', 'active']
+
+/** Options shared by Queue, Worker and QueueEvents: checks them and opens the handle. */
+function openHandle(owner, name, opts) {
+  v.queueName(name)
+  v.optionalObject('opts', opts)
+  owner.name = name
+  owner.opts = opts || {}
+  owner._engine = engineFor(owner.opts)
+  owner._h = openQueue(owner._engine, name)
+  owner._closed = false
+}
+
+function checkTypes(types) {
+  const list = types === undefined ? [] : Array.isArray(types) ? types.flat() : [types]
+  for (const t of list) {
+    if (typeof t !== 'string') {
+      throw Object.assign(new TypeError(`types must be state names, got ${v.describe(t)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+  }
+  return list
+}
+
+class Queue extends EventEmitter {
+  /**
+   * @param {string} name
+   * @param {{ defaultJobOptions?: object }} [opts]
+   */
+  constructor(name, opts) {
+    super()
+    openHandle(this, name, opts)
+    v.jobOptions(this.opts.defaultJobOptions, 'defaultJobOptions')
+    this.defaultJobOptions = { ...(this.opts.defaultJobOptions || {}) }
+  }
+
+  _ensureOpen() {
+    if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', `queue "${this.name}" is closed`)
+  }
+
+  _call(fn, ...args) {
+    this._ensureOpen()
+    try {
+      return fn(this._h, ...args)
+    } catch (e) {
+      throw decode(e)
+    }
+  }
+
+  /** Resolves once the queue can be used (at once: nothing to connect to). */
+  async waitUntilReady() {
+    this._ensureOpen()
+  }
+
+  _merge(opts) {
+    v.jobOptions(opts)
+    const d = this.defaultJobOptions
+    for (const _ in d) return opts ? { ...d, ...opts } : { ...d }
+    return opts || {}
+  }
+
+  /** Adds a job; resolves with it. A `jobId` that exists returns the existing job. */
+  async add(name, data, opts) {
+    this._ensureOpen()
+    v.jobName(name)
+    const merged = this._merge(opts)
+    const text = v.toJson(data)
+    const timestamp = merged.timestamp ?? Date.now()
+    let optsText = null
+    for (const _ in merged) {
+      optsText = JSON.stringify(merged)
+      break
+    }
+    let code
+    try {
+      code = binding.add(this._h, name, text, optsText, timestamp)
+    } catch (e) {
+      throw decode(e)
+    }
+    if (code < 0) return this.getJob(merged.jobId)
+    const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId)
+    job.timestamp = timestamp
+    this.emit('waiting', job)
+    return job
+  }
+
+  /** Adds jobs in one call, all or none; resolves with them in order. */
+  async addBulk(jobs) {
+    this._ensureOpen()
+    if (!Array.isArray(jobs)) {
+      throw Object.assign(new TypeError(`jobs must be an array, got ${v.describe(jobs)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+    const now = Date.now()
+    const wire = new Array(jobs.length)
+    const merged = new Array(jobs.length)
+    for (let i = 0; i < jobs.length; i++) {
+      const j = jobs[i]
+      if (!v.isPlainObject(j)) {
+        throw Object.assign(new TypeError(`jobs[${i}] must be { name, data, opts? }, got ${v.describe(j)}`), {
+          code: 'ERR_INVALID_OPTION',
+        })
+      }
+      v.jobName(j.name)
+      const o = this._merge(j.opts)
+      merged[i] = o
+      wire[i] = { name: j.name, data: j.data, opts: o, timestamp: o.timestamp }
+    }
+    const text = v.toJson(wire, 'data')
+    let codes
+    try {
+      codes = binding.addBulk(this._h, text, now)
+    } catch (e) {
+      throw decode(e)
+    }
+    const out = new Array(jobs.length)
+    for (let i = 0; i < jobs.length; i++) {
+      const c = codes[i]
+      if (c < 0) {
+        out[i] = await this.getJob(merged[i].jobId)
+        continue
+      }
+      const job = new Job(this, jobs[i].name, jobs[i].data, merged[i], c > 0 ? String(c) : merged[i].jobId)
+      job.timestamp = merged[i].timestamp ?? now
+      out[i] = job
+    }
+    return out
+  }
+
+  /** The job with that id, or undefined. */
+  async getJob(id) {
+    if (typeof id !== 'string') {
+      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+    const text = this._call(binding.getJob, id)
+    return text === null ? undefined : Job.fromRecord(this, JSON.parse(text))
+  }
+
+  /** The state of a job: waiting, prioritized, delayed, active, completed, failed or unknown. */
+  async getJobState(id) {
+    if (typeof id !== 'string') {
+      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+    return this._call(binding.getState, id)
+  }
+
+  /** Jobs in the given states, `start`..`end` inclusive (-1: last), newest first unless `asc`. */
+  async getJobs(types, start = 0, end = -1, asc = false) {
+    const list = checkTypes(types)
+    v.range(start, end)
+    const text = this._call(binding.getJobs, list.length ? list : ALL_TYPES.filter((t) => t !== 'paused'), start, end, !!asc)
+    return JSON.parse(text).map((r) => Job.fromRecord(this, r))
+  }
+
+  getWaiting(start = 0, end = -1) {
+    return this.getJobs(['waiting'], start, end, true)
+  }
+  getPrioritized(start = 0, end = -1) {
+    return this.getJobs(['prioritized'], start, end, true)
+  }
+  getDelayed(start = 0, end = -1) {
+    return this.getJobs(['delayed'], start, end, true)
+  }
+  getActive(start = 0, end = -1) {
+    return this.getJobs(['active'], start, end, true)
+  }
+  getCompleted(start = 0, end = -1) {
+    return this.getJobs(['completed'], start, end, false)
+  }
+  getFailed(start = 0, end = -1) {
+    return this.getJobs(['failed'], start, end, false)
+  }
+
+  /** `{ state: count }` for the asked states, all when none is asked. */
+  async getJobCounts(...types) {
+    const list = checkTypes(types)
+    return JSON.parse(this._call(binding.getCounts, list))
+  }
+
+  /** Sum of the counts of the given states. */
+  async getJobCountByTypes(...types) {
+    const counts = await this.getJobCounts(...types)
+    let n = 0
+    for (const k in counts) n += counts[k]
+    return n
+  }
+
+  getWaitingCount() {
+    return this.getJobCountByTypes('waiting')
+  }
+  getPrioritizedCount() {
+    return this.getJobCountByTypes('prioritized')
+  }
+  getDelayedCount() {
+    return this.getJobCountByTypes('delayed')
+  }
+  getActiveCount() {
+    return this.getJobCountByTypes('active')
+  }
+  getCompletedCount() {
+    return this.getJobCountByTypes('completed')
+  }
+  getFailedCount() {
+    return this.getJobCountByTypes('failed')
+  }
+
+  /** Waiting + prioritized + delayed (+ waiting-children). */
+  async count() {
+    return this._call(binding.count)
+  }
+
+  /** Stops workers from taking jobs; adds still land. */
+  async pause() {
+    this._call(binding.pause)
+    this.emit('paused')
+  }
+
+  /** Lets workers take jobs again. */
+  async resume() {
+    this._call(binding.resume)
+    this.emit('resumed')
+  }
+
+  async isPaused() {
+    return this._call(binding.isPaused)
+  }
+
+  /** Removes waiting and prioritized jobs, and delayed ones too with `delayed = true`. */
+  async drain(delayed = false) {
+    this._call(binding.drain, !!delayed)
+  }
+
+  /** Removes a job unless it is active; resolves 1 if removed, 0 if not. */
+  async remove(id) {
+    if (typeof id !== 'string') {
+      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+    try {
+      return this._call(binding.removeJob, id) ? 1 : 0
+    } catch (e) {
+      if (e.code === 'ERR_JOB_LOCKED') return 0
+      throw e
+    }
+  }
+
+  /** Removes up to `limit` (0: all) jobs of `type` older than `grace` ms; resolves their ids. */
+  async clean(grace, limit, type = 'completed') {
+    v.number('grace', grace)
+    v.number('limit', limit)
+    if (!CLEAN_TYPES.includes(type)) {
+      throw Object.assign(new RangeError(`type must be one of ${CLEAN_TYPES.join(', ')}, got ${v.describe(type)}`), {
+        code: 'ERR_INVALID_OPTION',
+      })
+    }
+    const ids = this._call(binding.clean, grace, limit, type)
+    this.emit('cleaned', ids, type)
+    return ids
+  }
+
+  /** Removes the whole queue; refuses while jobs are active unless `{ force: true }`. */
+  async obliterate(opts = {}) {
+    v.optionalObject('opts', opts)
+    this._call(binding.obliterate, !!(opts && opts.force))
+  }
+
+  /** A page of a job's log rows and their total. */
+  async getJobLogs(id, start = 0, end = -1, asc = true) {
+    v.range(start, end)
+    return JSON.parse(this._call(binding.getLogs, String(id), start, end, !!asc))
+  }
+
+  /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
+  async close() {
+    this._closed = true
+  }
+}
+
+module.exports = { Queue, openHandle, ALL_TYPES }

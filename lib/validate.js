@@ -1,0 +1,130 @@
+'use strict'
+// Argument checks at the public boundary: wrong types throw TypeError, values out of range
+// RangeError, both with code ERR_INVALID_OPTION and a message naming the option. Ranges of job
+// options are checked again by the engine, which is the authority.
+
+const { typeError, rangeError } = require('./errors')
+
+function describe(v) {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`
+  return typeof v
+}
+
+function isPlainObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+function queueName(name) {
+  if (typeof name !== 'string') throw typeError('name', `(queue name) must be a string, got ${describe(name)}`)
+}
+
+function jobName(name) {
+  if (typeof name !== 'string') throw typeError('name', `(job name) must be a string, got ${describe(name)}`)
+}
+
+function optionalObject(option, v) {
+  if (v !== undefined && v !== null && !isPlainObject(v)) {
+    throw typeError(option, `must be an object, got ${describe(v)}`)
+  }
+}
+
+function number(option, v) {
+  if (typeof v !== 'number') throw typeError(option, `must be a number, got ${describe(v)}`)
+  if (Number.isNaN(v)) throw rangeError(option, 'must not be NaN')
+}
+
+function integerAtLeast(option, v, min) {
+  number(option, v)
+  if (!Number.isInteger(v) || v < min) throw rangeError(option, `must be an integer >= ${min}, got ${v}`)
+}
+
+function keepJobs(option, v) {
+  if (v === undefined || typeof v === 'boolean') return
+  if (typeof v === 'number') return integerAtLeast(option, v, 0)
+  if (!isPlainObject(v)) throw typeError(option, `must be a boolean, a number or { age, count }, got ${describe(v)}`)
+  if (v.age !== undefined) number(`${option}.age`, v.age)
+  if (v.count !== undefined) number(`${option}.count`, v.count)
+}
+
+/** Checks the types of job options (BullMQ's JobsOptions that ferroqueue models). */
+function jobOptions(opts, option = 'opts') {
+  optionalObject(option, opts)
+  if (!opts) return
+  const o = opts
+  if (o.jobId !== undefined && typeof o.jobId !== 'string') {
+    throw typeError(`${option}.jobId`, `must be a string, got ${describe(o.jobId)}`)
+  }
+  for (const k of ['delay', 'priority', 'attempts', 'timestamp']) {
+    if (o[k] !== undefined) number(`${option}.${k}`, o[k])
+  }
+  if (o.timestamp !== undefined && !(o.timestamp >= 0 && Number.isFinite(o.timestamp))) {
+    throw rangeError(`${option}.timestamp`, `must be a finite number >= 0, got ${o.timestamp}`)
+  }
+  if (o.lifo !== undefined && typeof o.lifo !== 'boolean') {
+    throw typeError(`${option}.lifo`, `must be a boolean, got ${describe(o.lifo)}`)
+  }
+  if (o.backoff !== undefined && typeof o.backoff !== 'number') {
+    if (!isPlainObject(o.backoff)) {
+      throw typeError(`${option}.backoff`, `must be a number or { type, delay, jitter? }, got ${describe(o.backoff)}`)
+    }
+    if (typeof o.backoff.type !== 'string') {
+      throw typeError(`${option}.backoff.type`, `must be 'fixed' or 'exponential', got ${describe(o.backoff.type)}`)
+    }
+    if (o.backoff.delay !== undefined) number(`${option}.backoff.delay`, o.backoff.delay)
+    if (o.backoff.jitter !== undefined) number(`${option}.backoff.jitter`, o.backoff.jitter)
+  }
+  keepJobs(`${option}.removeOnComplete`, o.removeOnComplete)
+  keepJobs(`${option}.removeOnFail`, o.removeOnFail)
+}
+
+function rejectFunctions(key, value) {
+  const t = typeof value
+  if (t === 'function' || t === 'symbol') {
+    throw typeError('data', `is not JSON-serialisable: ${t} at key ${JSON.stringify(key)}`, 'ERR_INVALID_DATA')
+  }
+  return value
+}
+
+/**
+ * Serialises a value to JSON text for the engine. Functions and symbols (which JSON.stringify
+ * would drop silently), BigInt and cycles throw a TypeError with code ERR_INVALID_DATA.
+ * `undefined` becomes `fallback`.
+ */
+function toJson(value, what = 'data', fallback = '{}') {
+  if (value === undefined) return fallback
+  let text
+  try {
+    text = JSON.stringify(value, rejectFunctions)
+  } catch (e) {
+    if (e && e.code === 'ERR_INVALID_DATA') {
+      e.message = e.message.replace(/^data/, what)
+      throw e
+    }
+    throw typeError(what, `is not JSON-serialisable: ${e && e.message}`, 'ERR_INVALID_DATA')
+  }
+  if (text === undefined) throw typeError(what, `is not JSON-serialisable: ${typeof value}`, 'ERR_INVALID_DATA')
+  return text
+}
+
+/** Inclusive page bounds as BullMQ takes them. */
+function range(start, end) {
+  if (start !== undefined) integerAtLeast('start', start, -Number.MAX_SAFE_INTEGER)
+  if (end !== undefined) integerAtLeast('end', end, -Number.MAX_SAFE_INTEGER)
+}
+
+module.exports = {
+  describe,
+  isPlainObject,
+  queueName,
+  jobName,
+  optionalObject,
+  number,
+  integerAtLeast,
+  keepJobs,
+  jobOptions,
+  toJson,
+  range,
+}

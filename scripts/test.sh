@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every test: Rust (engine + binding), then the JS suite on Node (vitest) and on Bun (bun test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The addon is built by `npm install`; rebuild only what changed (a no-op on a fresh install).
+npm run --silent build
+
+cargo test --workspace --release
+
+npx vitest run
+npx bun test --timeout 20000 ./__test__/

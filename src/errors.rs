@@ -1,0 +1,28 @@
+//! Engine errors as JS errors. The message is `CODE\u{1}Class\u{1}text`; the JS layer splits it
+//! into an error of class `Class` (`TypeError`, `RangeError` or `QueueError`) with `code` = CODE.
+
+use ferroqueue_engine::{EngineError, ErrorKind};
+use napi::{Error, Status};
+
+/// Separator between the parts of an encoded error message.
+const SEP: char = '\u{1}';
+
+/// Encodes an engine error for the JS layer.
+pub fn to_napi(e: EngineError) -> Error {
+    let class = match e.kind() {
+        ErrorKind::Type => "TypeError",
+        ErrorKind::Range => "RangeError",
+        ErrorKind::Queue => "QueueError",
+    };
+    Error::new(Status::GenericFailure, format!("{}{SEP}{class}{SEP}{e}", e.code()))
+}
+
+/// A range error on `option`.
+pub fn range(option: &str, reason: impl Into<String>) -> Error {
+    to_napi(EngineError::range(option, reason))
+}
+
+/// Converts a JS number that must be a non-negative integer-ish millisecond value.
+pub fn ms(option: &str, v: f64) -> napi::Result<u64> {
+    ferroqueue_engine::domain::options::non_negative_ms(option, v).map_err(to_napi)
+}

@@ -1,0 +1,45 @@
+//! Engine events to JS: one weak (unref'd) threadsafe function per engine is called once per
+//! batch; JS then drains the batch with one sync call. Only queues with subscribers collect events.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::Result;
+use napi_derive::napi;
+
+use crate::registry::{engine, with_queue};
+
+/// Sets the function called (with no arguments) when events of engine `id` are ready to drain.
+/// The callback does not keep the process alive.
+#[napi(catch_unwind)]
+pub fn set_event_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
+    let e = engine(id)?;
+    let tsfn = callback
+        .build_threadsafe_function::<()>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()?;
+    e.set_event_notifier(Some(Arc::new(move || {
+        tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+    })));
+    Ok(())
+}
+
+/// Takes the buffered events of engine `id`: a JSON array of `["queue","event",{payload}]`.
+#[napi(catch_unwind)]
+pub fn drain_events(id: u32) -> Result<String> {
+    Ok(engine(id)?.drain_events_json())
+}
+
+/// Starts collecting events of a queue (one call per listener).
+#[napi(catch_unwind)]
+pub fn subscribe(h: u32) -> Result<()> {
+    with_queue(h, |e, q| e.subscribe(q))
+}
+
+/// Stops collecting for one listener.
+#[napi(catch_unwind)]
+pub fn unsubscribe(h: u32) -> Result<()> {
+    with_queue(h, |e, q| e.unsubscribe(q))
+}

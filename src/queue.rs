@@ -1,0 +1,165 @@
+//! Queue-level calls: adding jobs, reads, pause/resume, drain, clean, obliterate.
+
+use ferroqueue_engine::domain::queue::{Added, NewJob};
+use ferroqueue_engine::JobOptions;
+use napi::bindgen_prelude::Float64Array;
+use napi::Result;
+use napi_derive::napi;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::errors::{ms, to_napi};
+use crate::registry::with_queue;
+
+/// `add`'s answer as a number: the automatic id (> 0), 0 for a new job with a custom id, -1
+/// when a job with that custom id existed already (nothing added).
+fn added_code(a: Added, custom: bool) -> f64 {
+    match a {
+        Added::New(key) if !custom => key as f64,
+        Added::New(_) => 0.0,
+        Added::Duplicate(_) => -1.0,
+    }
+}
+
+fn options(opts: Option<&str>) -> Result<JobOptions> {
+    match opts {
+        Some(text) => JobOptions::from_json(text).map_err(to_napi),
+        None => Ok(JobOptions::defaults()),
+    }
+}
+
+/// Adds one job. `data` and `opts` are JSON text.
+#[napi(catch_unwind)]
+pub fn add(h: u32, name: String, data: String, opts: Option<String>, timestamp: f64) -> Result<f64> {
+    let parsed = options(opts.as_deref())?;
+    let timestamp = ms("timestamp", timestamp)?;
+    let custom = parsed.job_id.is_some();
+    let job = NewJob {
+        name,
+        data: data.into(),
+        opts: parsed,
+        opts_json: opts.map(Into::into),
+        timestamp,
+    };
+    with_queue(h, |e, q| added_code(e.add(q, job), custom))
+}
+
+#[derive(Deserialize)]
+struct BulkJob<'a> {
+    name: String,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+    #[serde(borrow)]
+    opts: Option<&'a RawValue>,
+    timestamp: Option<f64>,
+}
+
+/// Adds many jobs under one lock. `jobs` is a JSON array of `{name, data, opts?, timestamp?}`;
+/// all are validated before any is added. Returns one code per job as for [`add`].
+#[napi(catch_unwind)]
+pub fn add_bulk(h: u32, jobs: String, timestamp: f64) -> Result<Float64Array> {
+    let now = ms("timestamp", timestamp)?;
+    let items: Vec<BulkJob> = serde_json::from_str(&jobs).map_err(|e| {
+        to_napi(ferroqueue_engine::EngineError::type_error(
+            "jobs",
+            format!("must be an array of {{ name, data, opts }}: {e}"),
+        ))
+    })?;
+    let mut custom = Vec::with_capacity(items.len());
+    let mut batch = Vec::with_capacity(items.len());
+    for item in items {
+        let opts_text = item.opts.map(RawValue::get).filter(|t| *t != "null");
+        let parsed = options(opts_text)?;
+        custom.push(parsed.job_id.is_some());
+        batch.push(NewJob {
+            name: item.name,
+            data: item.data.map_or("{}", RawValue::get).into(),
+            opts: parsed,
+            opts_json: opts_text.map(Into::into),
+            timestamp: match item.timestamp {
+                Some(t) => ms("timestamp", t)?,
+                None => now,
+            },
+        });
+    }
+    let added = with_queue(h, |e, q| e.add_bulk(q, batch))?;
+    let codes: Vec<f64> = added
+        .into_iter()
+        .zip(custom)
+        .map(|(a, c)| added_code(a, c))
+        .collect();
+    Ok(Float64Array::new(codes))
+}
+
+/// A job's JSON record, or `null`.
+#[napi(catch_unwind)]
+pub fn get_job(h: u32, id: String) -> Result<Option<String>> {
+    with_queue(h, |e, q| e.job_json(q, &id))
+}
+
+/// A job's state name (`unknown` when absent).
+#[napi(catch_unwind)]
+pub fn get_state(h: u32, id: String) -> Result<String> {
+    with_queue(h, |e, q| e.state(q, &id).to_string())
+}
+
+/// A JSON array of job records in the given states, paged.
+#[napi(catch_unwind)]
+pub fn get_jobs(h: u32, types: Vec<String>, start: i64, end: i64, asc: bool) -> Result<String> {
+    with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?.map_err(to_napi)
+}
+
+/// Counts per state as a JSON object; all states when `types` is empty.
+#[napi(catch_unwind)]
+pub fn get_counts(h: u32, types: Vec<String>) -> Result<String> {
+    let counts = with_queue(h, |e, q| e.counts(q, &types))?.map_err(to_napi)?;
+    let map: serde_json::Map<String, serde_json::Value> = counts
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::Value::from(v)))
+        .collect();
+    Ok(serde_json::Value::Object(map).to_string())
+}
+
+/// Waiting + prioritized + delayed.
+#[napi(catch_unwind)]
+pub fn count(h: u32) -> Result<f64> {
+    with_queue(h, |e, q| e.count(q) as f64)
+}
+
+/// Pauses the queue.
+#[napi(catch_unwind)]
+pub fn pause(h: u32) -> Result<()> {
+    with_queue(h, |e, q| e.pause(q))
+}
+
+/// Resumes the queue.
+#[napi(catch_unwind)]
+pub fn resume(h: u32) -> Result<()> {
+    with_queue(h, |e, q| e.resume(q))
+}
+
+/// Whether the queue is paused.
+#[napi(catch_unwind)]
+pub fn is_paused(h: u32) -> Result<bool> {
+    with_queue(h, |e, q| e.is_paused(q))
+}
+
+/// Removes waiting/prioritized (and delayed) jobs; returns how many.
+#[napi(catch_unwind)]
+pub fn drain(h: u32, delayed: bool) -> Result<f64> {
+    with_queue(h, |e, q| e.drain(q, delayed) as f64)
+}
+
+/// Removes jobs of `state` older than `grace` ms, at most `limit` (0: all); returns their ids.
+#[napi(catch_unwind)]
+pub fn clean(h: u32, grace: f64, limit: f64, state: String) -> Result<Vec<String>> {
+    let grace = ms("grace", grace)?;
+    let limit = ms("limit", limit)? as usize;
+    with_queue(h, |e, q| e.clean(q, grace, limit, &state))?.map_err(to_napi)
+}
+
+/// Removes everything of the queue.
+#[napi(catch_unwind)]
+pub fn obliterate(h: u32, force: bool) -> Result<()> {
+    with_queue(h, |e, q| e.obliterate(q, force))?.map_err(to_napi)
+}
