@@ -71,7 +71,7 @@ class Worker extends EventEmitter {
     this._pullTimeout = Math.round(drainDelay * 1000)
     this._keepDone = o.removeOnComplete === undefined ? '' : ',"keep":' + JSON.stringify(o.removeOnComplete)
     this._keepFail = o.removeOnFail === undefined ? '' : ',"keep":' + JSON.stringify(o.removeOnFail)
-    this._puller = nextPuller++
+    this._puller = nextPuller++ // single-use once cancelled: see _cancelPulls
     this._active = new Map()
     this._acks = []
     this._ackJobs = []
@@ -264,6 +264,17 @@ class Worker extends EventEmitter {
     this._wakeUp()
   }
 
+  /** Ends the pending pull (even one not yet registered natively); later pulls use a new id. */
+  _cancelPulls() {
+    if (!this._pulling) return
+    try {
+      binding.cancelPulls(this._h, this._puller)
+    } catch (e) {
+      this._emitError(decode(e))
+    }
+    this._puller = nextPuller++
+  }
+
   /** Called by Job#updateProgress for jobs of this worker. */
   _onProgress(job, progress) {
     this.emit('progress', job, progress)
@@ -294,11 +305,7 @@ class Worker extends EventEmitter {
   async pause(doNotWaitActive = false) {
     if (this._paused) return
     this._paused = true
-    try {
-      binding.cancelPulls(this._h, this._puller)
-    } catch (e) {
-      throw decode(e)
-    }
+    this._cancelPulls()
     if (!doNotWaitActive) await this._whenIdle()
     this.emit('paused')
   }
@@ -318,9 +325,7 @@ class Worker extends EventEmitter {
   close(force = false) {
     if (this._closing) return this._closing
     this._closing = (async () => {
-      try {
-        binding.cancelPulls(this._h, this._puller)
-      } catch {}
+      this._cancelPulls()
       this._wakeUp()
       if (force) {
         const acks = []

@@ -14,7 +14,10 @@ pub fn to_napi(e: EngineError) -> Error {
         ErrorKind::Range => "RangeError",
         ErrorKind::Queue => "QueueError",
     };
-    Error::new(Status::GenericFailure, format!("{}{SEP}{class}{SEP}{e}", e.code()))
+    Error::new(
+        Status::GenericFailure,
+        format!("{}{SEP}{class}{SEP}{e}", e.code()),
+    )
 }
 
 /// A range error on `option`.

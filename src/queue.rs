@@ -30,7 +30,13 @@ fn options(opts: Option<&str>) -> Result<JobOptions> {
 
 /// Adds one job. `data` and `opts` are JSON text.
 #[napi(catch_unwind)]
-pub fn add(h: u32, name: String, data: String, opts: Option<String>, timestamp: f64) -> Result<f64> {
+pub fn add(
+    h: u32,
+    name: String,
+    data: String,
+    opts: Option<String>,
+    timestamp: f64,
+) -> Result<f64> {
     let parsed = options(opts.as_deref())?;
     let timestamp = ms("timestamp", timestamp)?;
     let custom = parsed.job_id.is_some();

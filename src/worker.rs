@@ -19,7 +19,12 @@ use crate::registry::{queue_owned, with_queue};
 pub async fn pull(h: u32, puller: u32, max: u32, timeout_ms: u32) -> Result<String> {
     let (engine, q) = queue_owned(h)?;
     let (_, jobs) = engine
-        .pull(&q, puller, max as usize, Duration::from_millis(timeout_ms as u64))
+        .pull(
+            &q,
+            puller,
+            max as usize,
+            Duration::from_millis(timeout_ms as u64),
+        )
         .await;
     Ok(jobs)
 }
@@ -68,8 +73,15 @@ pub fn ack(h: u32, acks: String) -> Result<Vec<u32>> {
     for a in wire {
         let keep = match a.keep {
             Some(k) => Some(
-                parse_keep(if a.ok { "removeOnComplete" } else { "removeOnFail" }, k)
-                    .map_err(to_napi)?,
+                parse_keep(
+                    if a.ok {
+                        "removeOnComplete"
+                    } else {
+                        "removeOnFail"
+                    },
+                    k,
+                )
+                .map_err(to_napi)?,
             ),
             None => None,
         };

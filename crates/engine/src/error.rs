@@ -101,7 +101,10 @@ mod tests {
         assert_eq!(e.code(), "ERR_INVALID_OPTION");
         assert_eq!(e.kind(), ErrorKind::Range);
         assert!(e.to_string().starts_with("priority must be"));
-        assert_eq!(EngineError::QueueClosed("q".into()).code(), "ERR_QUEUE_CLOSED");
+        assert_eq!(
+            EngineError::QueueClosed("q".into()).code(),
+            "ERR_QUEUE_CLOSED"
+        );
         assert_eq!(EngineError::JobLocked("1".into()).kind(), ErrorKind::Queue);
     }
 }

@@ -98,10 +98,13 @@ impl Engine {
     ///
     /// Errors: [`EngineError::Internal`] if the timer thread cannot be spawned.
     pub fn new(config: EngineConfig) -> Result<Engine> {
-        let wanted = config.shards.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        });
-        let count = wanted.clamp(1, MAX_SHARDS).next_power_of_two().min(MAX_SHARDS);
+        let wanted = config
+            .shards
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let count = wanted
+            .clamp(1, MAX_SHARDS)
+            .next_power_of_two()
+            .min(MAX_SHARDS);
         let shards = (0..count).map(|_| Mutex::new(Shard::default())).collect();
         let inner = Arc::new(Inner {
             shards,
@@ -115,7 +118,9 @@ impl Engine {
             inner
                 .timer
                 .spawn(Arc::downgrade(&inner), config.clock, Inner::promote_all)
-                .map_err(|e| EngineError::Internal(format!("cannot start the timer thread: {e}")))?;
+                .map_err(|e| {
+                    EngineError::Internal(format!("cannot start the timer thread: {e}"))
+                })?;
         }
         Ok(Engine { inner })
     }
@@ -141,7 +146,10 @@ impl Engine {
         if name.len() > MAX_QUEUE_NAME {
             return Err(EngineError::range(
                 "name",
-                format!("(queue name) must be at most {MAX_QUEUE_NAME} bytes, got {}", name.len()),
+                format!(
+                    "(queue name) must be at most {MAX_QUEUE_NAME} bytes, got {}",
+                    name.len()
+                ),
             ));
         }
         if name.contains(':') || name.chars().any(char::is_control) {
@@ -157,7 +165,11 @@ impl Engine {
     }
 
     /// Runs `f` on a queue under its shard lock, then publishes events and schedules the timer.
-    pub(super) fn with<R>(&self, q: &QueueRef, f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R) -> R {
+    pub(super) fn with<R>(
+        &self,
+        q: &QueueRef,
+        f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R,
+    ) -> R {
         let mut fx = Effects::default();
         let now = self.now();
         let r = {
@@ -181,7 +193,9 @@ impl Engine {
 
     /// Adds jobs under one lock, in order.
     pub fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Vec<Added> {
-        self.with(q, |qs, now, fx| jobs.into_iter().map(|j| qs.add(j, now, fx)).collect())
+        self.with(q, |qs, now, fx| {
+            jobs.into_iter().map(|j| qs.add(j, now, fx)).collect()
+        })
     }
 
     /// Activates up to `max` ready jobs now; returns their count and a JSON array of records.
@@ -196,7 +210,13 @@ impl Engine {
 
     /// Long-poll pull: resolves with up to `max` activated jobs as soon as any is ready, or with
     /// none after `timeout` or when cancelled by [`Engine::cancel_pulls`].
-    pub async fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> (usize, String) {
+    pub async fn pull(
+        &self,
+        q: &QueueRef,
+        puller: u32,
+        max: usize,
+        timeout: Duration,
+    ) -> (usize, String) {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (taken, rx) = self.with(q, |qs, now, fx| {
@@ -206,12 +226,14 @@ impl Engine {
                     out.push(']');
                     return (Some((n, out)), None);
                 }
-                (None, Some(qs.waiters.register(puller)))
+                (None, qs.waiters.register(puller))
             });
             if let Some(t) = taken {
                 return t;
             }
-            let Some(rx) = rx else { return (0, "[]".into()) };
+            let Some(rx) = rx else {
+                return (0, "[]".into());
+            };
             match tokio::time::timeout_at(deadline, rx).await {
                 Ok(Ok(())) => continue,
                 _ => return (0, "[]".into()),
@@ -219,7 +241,8 @@ impl Engine {
         }
     }
 
-    /// Wakes every pending pull of `puller` on a queue with an empty result.
+    /// Wakes every pending pull of `puller` on a queue with an empty result; if none is pending
+    /// yet, the next one resolves empty at once. A cancelled puller id should not be reused.
     pub fn cancel_pulls(&self, q: &QueueRef, puller: u32) {
         let mut shard = self.inner.shards[q.shard].lock();
         shard.with_queue(&q.name, |qs| qs.waiters.cancel(puller));

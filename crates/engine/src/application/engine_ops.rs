@@ -61,7 +61,14 @@ impl Engine {
     }
 
     /// A page of jobs in the given states as a JSON array.
-    pub fn jobs_json(&self, q: &QueueRef, states: &[String], start: i64, end: i64, asc: bool) -> Result<String> {
+    pub fn jobs_json(
+        &self,
+        q: &QueueRef,
+        states: &[String],
+        start: i64,
+        end: i64,
+        asc: bool,
+    ) -> Result<String> {
         let filters = parse_states("types", states)?;
         Ok(self
             .read(q, |qs| qs.jobs_json(&filters, start, end, asc))
@@ -89,7 +96,13 @@ impl Engine {
     }
 
     /// Removes old jobs of one state; returns their ids.
-    pub fn clean(&self, q: &QueueRef, grace: u64, limit: usize, state: &str) -> Result<Vec<String>> {
+    pub fn clean(
+        &self,
+        q: &QueueRef,
+        grace: u64,
+        limit: usize,
+        state: &str,
+    ) -> Result<Vec<String>> {
         let filter = parse_states("type", &[state.to_string()])?[0];
         Ok(self.with(q, |qs, now, fx| qs.clean(grace, limit, filter, now, fx)))
     }
@@ -101,7 +114,8 @@ impl Engine {
 
     /// Removes a job unless active; `Ok(false)` when absent.
     pub fn remove(&self, q: &QueueRef, id: &str) -> Result<bool> {
-        self.with(q, |qs, _, fx| qs.remove(id, fx)).map(|p| p.is_some())
+        self.with(q, |qs, _, fx| qs.remove(id, fx))
+            .map(|p| p.is_some())
     }
 
     /// Stores progress (JSON text).
@@ -115,7 +129,14 @@ impl Engine {
     }
 
     /// A page of log rows and the total.
-    pub fn logs(&self, q: &QueueRef, id: &str, start: i64, end: i64, asc: bool) -> (Vec<String>, usize) {
+    pub fn logs(
+        &self,
+        q: &QueueRef,
+        id: &str,
+        start: i64,
+        end: i64,
+        asc: bool,
+    ) -> (Vec<String>, usize) {
         self.read(q, |qs| qs.logs(id, start, end, asc))
             .unwrap_or_default()
     }

@@ -76,7 +76,9 @@ impl Timer {
             if s.next <= now {
                 s.next = u64::MAX;
                 drop(s);
-                let Some(engine) = target.upgrade() else { return };
+                let Some(engine) = target.upgrade() else {
+                    return;
+                };
                 let next = promote(&engine);
                 drop(engine);
                 s = self.state.lock();

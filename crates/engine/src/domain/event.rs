@@ -9,18 +9,49 @@ use super::job::push_json_str;
 /// What happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
-    Added { job_id: String, name: Arc<str> },
-    Waiting { job_id: String, prev: Option<&'static str> },
+    Added {
+        job_id: String,
+        name: Arc<str>,
+    },
+    Waiting {
+        job_id: String,
+        prev: Option<&'static str>,
+    },
     /// `delay` is the timestamp (ms) at which the job becomes ready, as in BullMQ.
-    Delayed { job_id: String, delay: u64 },
-    Active { job_id: String, prev: &'static str },
-    Progress { job_id: String, data: Box<str> },
-    Completed { job_id: String, returnvalue: Box<str> },
-    Failed { job_id: String, failed_reason: Box<str> },
-    RetriesExhausted { job_id: String, attempts_made: u32 },
-    Removed { job_id: String, prev: &'static str },
-    Duplicated { job_id: String },
-    Cleaned { count: usize },
+    Delayed {
+        job_id: String,
+        delay: u64,
+    },
+    Active {
+        job_id: String,
+        prev: &'static str,
+    },
+    Progress {
+        job_id: String,
+        data: Box<str>,
+    },
+    Completed {
+        job_id: String,
+        returnvalue: Box<str>,
+    },
+    Failed {
+        job_id: String,
+        failed_reason: Box<str>,
+    },
+    RetriesExhausted {
+        job_id: String,
+        attempts_made: u32,
+    },
+    Removed {
+        job_id: String,
+        prev: &'static str,
+    },
+    Duplicated {
+        job_id: String,
+    },
+    Cleaned {
+        count: usize,
+    },
     Drained,
     Paused,
     Resumed,
@@ -94,7 +125,10 @@ impl Event {
                 out.push_str(",\"data\":");
                 out.push_str(data);
             }
-            EventKind::Completed { job_id, returnvalue } => {
+            EventKind::Completed {
+                job_id,
+                returnvalue,
+            } => {
                 id(out, job_id);
                 out.push_str(",\"returnvalue\":");
                 out.push_str(returnvalue);
@@ -146,10 +180,28 @@ mod tests {
     fn events_serialise_as_bullmq_payloads() {
         let q: Arc<str> = Arc::from("mail");
         let evs = vec![
-            Event { queue: q.clone(), kind: EventKind::Completed { job_id: "1".into(), returnvalue: "{\"ok\":true}".into() } },
-            Event { queue: q.clone(), kind: EventKind::Failed { job_id: "2".into(), failed_reason: "bo\"om".into() } },
-            Event { queue: q.clone(), kind: EventKind::Cleaned { count: 3 } },
-            Event { queue: q, kind: EventKind::Drained },
+            Event {
+                queue: q.clone(),
+                kind: EventKind::Completed {
+                    job_id: "1".into(),
+                    returnvalue: "{\"ok\":true}".into(),
+                },
+            },
+            Event {
+                queue: q.clone(),
+                kind: EventKind::Failed {
+                    job_id: "2".into(),
+                    failed_reason: "bo\"om".into(),
+                },
+            },
+            Event {
+                queue: q.clone(),
+                kind: EventKind::Cleaned { count: 3 },
+            },
+            Event {
+                queue: q,
+                kind: EventKind::Drained,
+            },
         ];
         let mut s = String::new();
         write_events_json(&evs, &mut s);

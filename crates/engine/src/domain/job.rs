@@ -144,7 +144,13 @@ pub struct Job {
 
 impl Job {
     /// Creates a job from validated options.
-    pub fn new(key: JobKey, name: Arc<str>, data: Box<str>, opts: &JobOptions, timestamp: u64) -> Job {
+    pub fn new(
+        key: JobKey,
+        name: Arc<str>,
+        data: Box<str>,
+        opts: &JobOptions,
+        timestamp: u64,
+    ) -> Job {
         let policy = if opts.attempts > 1
             || opts.backoff.is_some()
             || opts.remove_on_complete.is_some()
@@ -218,7 +224,11 @@ impl Job {
         out.push_str(",\"progress\":");
         out.push_str(extra.and_then(|e| e.progress.as_deref()).unwrap_or("0"));
         out.push_str(",\"returnvalue\":");
-        out.push_str(extra.and_then(|e| e.returnvalue.as_deref()).unwrap_or("null"));
+        out.push_str(
+            extra
+                .and_then(|e| e.returnvalue.as_deref())
+                .unwrap_or("null"),
+        );
         out.push_str(",\"failedReason\":");
         match extra.and_then(|e| e.failed_reason.as_deref()) {
             Some(r) => push_json_str(out, r),
@@ -291,7 +301,16 @@ mod tests {
     fn auto_ids_are_canonical_integers() {
         assert_eq!(parse_auto_id("1"), Some(1));
         assert_eq!(parse_auto_id("42"), Some(42));
-        for s in ["", "0", "01", "+1", "-1", "1.0", "a", "99999999999999999999"] {
+        for s in [
+            "",
+            "0",
+            "01",
+            "+1",
+            "-1",
+            "1.0",
+            "a",
+            "99999999999999999999",
+        ] {
             assert_eq!(parse_auto_id(s), None, "{s}");
         }
         assert_eq!(JobId::parse("7"), JobId::Auto(7));

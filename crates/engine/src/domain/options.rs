@@ -105,7 +105,10 @@ enum RawBackoff {
 pub enum RawKeep {
     Flag(bool),
     Count(f64),
-    Spec { age: Option<f64>, count: Option<f64> },
+    Spec {
+        age: Option<f64>,
+        count: Option<f64>,
+    },
 }
 
 impl JobOptions {
@@ -113,8 +116,9 @@ impl JobOptions {
     ///
     /// Errors: [`EngineError::InvalidOption`] naming the first bad option.
     pub fn from_json(text: &str) -> Result<Self> {
-        let raw: RawOptions = serde_json::from_str(text)
-            .map_err(|e| EngineError::type_error("opts", format!("are not valid job options: {e}")))?;
+        let raw: RawOptions = serde_json::from_str(text).map_err(|e| {
+            EngineError::type_error("opts", format!("are not valid job options: {e}"))
+        })?;
         let mut o = JobOptions {
             attempts: 1,
             ..Default::default()
@@ -160,15 +164,23 @@ pub fn validate_custom_id(id: &str) -> Result<&str> {
         return Err(EngineError::range("jobId", "must not be empty"));
     }
     if id.len() > 1024 {
-        return Err(EngineError::range("jobId", "must be at most 1024 bytes long"));
+        return Err(EngineError::range(
+            "jobId",
+            "must be at most 1024 bytes long",
+        ));
     }
     if id.contains(':') {
-        return Err(EngineError::range("jobId", format!("must not contain ':', got \"{id}\"")));
+        return Err(EngineError::range(
+            "jobId",
+            format!("must not contain ':', got \"{id}\""),
+        ));
     }
     if crate::domain::job::parse_auto_id(id).is_some() || is_canonical_negative(id) {
         return Err(EngineError::range(
             "jobId",
-            format!("must not be an integer (integers are reserved for automatic ids), got \"{id}\""),
+            format!(
+                "must not be an integer (integers are reserved for automatic ids), got \"{id}\""
+            ),
         ));
     }
     Ok(id)
@@ -212,7 +224,11 @@ fn parse_backoff(b: RawBackoff) -> Result<Option<Backoff>> {
             delay: non_negative_ms("backoff", d)?,
             jitter: 0.0,
         })),
-        RawBackoff::Spec { kind, delay, jitter } => {
+        RawBackoff::Spec {
+            kind,
+            delay,
+            jitter,
+        } => {
             let delay = non_negative_ms("backoff.delay", delay.unwrap_or(0.0))?;
             let jitter = jitter.unwrap_or(0.0);
             if !(0.0..=1.0).contains(&jitter) {
@@ -270,15 +286,37 @@ mod tests {
         assert_eq!(o.priority, 3);
         assert!(o.lifo);
         assert_eq!(o.attempts, 4);
-        assert_eq!(o.backoff, Some(Backoff::Exponential { delay: 50, jitter: 0.0 }));
+        assert_eq!(
+            o.backoff,
+            Some(Backoff::Exponential {
+                delay: 50,
+                jitter: 0.0
+            })
+        );
         assert_eq!(o.remove_on_complete, Some(KeepJobs::None));
         assert_eq!(
             o.remove_on_fail,
-            Some(KeepJobs::Bounded { count: Some(5), age_secs: Some(60) })
+            Some(KeepJobs::Bounded {
+                count: Some(5),
+                age_secs: Some(60)
+            })
         );
-        let o = JobOptions::from_json(r#"{"backoff":20,"removeOnComplete":10,"attempts":0}"#).unwrap();
-        assert_eq!(o.backoff, Some(Backoff::Fixed { delay: 20, jitter: 0.0 }));
-        assert_eq!(o.remove_on_complete, Some(KeepJobs::Bounded { count: Some(10), age_secs: None }));
+        let o =
+            JobOptions::from_json(r#"{"backoff":20,"removeOnComplete":10,"attempts":0}"#).unwrap();
+        assert_eq!(
+            o.backoff,
+            Some(Backoff::Fixed {
+                delay: 20,
+                jitter: 0.0
+            })
+        );
+        assert_eq!(
+            o.remove_on_complete,
+            Some(KeepJobs::Bounded {
+                count: Some(10),
+                age_secs: None
+            })
+        );
         assert_eq!(o.attempts, 1);
     }
 
@@ -291,7 +329,10 @@ mod tests {
             (r#"{"delay":-5}"#, "delay"),
             (r#"{"attempts":-1}"#, "attempts"),
             (r#"{"backoff":{"type":"linear","delay":1}}"#, "backoff.type"),
-            (r#"{"backoff":{"type":"fixed","delay":1,"jitter":2}}"#, "backoff.jitter"),
+            (
+                r#"{"backoff":{"type":"fixed","delay":1,"jitter":2}}"#,
+                "backoff.jitter",
+            ),
             (r#"{"removeOnFail":{"count":-2}}"#, "removeOnFail.count"),
             (r#"{"jobId":"12"}"#, "jobId"),
             (r#"{"jobId":"a:b"}"#, "jobId"),
@@ -309,12 +350,18 @@ mod tests {
 
     #[test]
     fn backoff_delays() {
-        let e = Backoff::Exponential { delay: 100, jitter: 0.0 };
+        let e = Backoff::Exponential {
+            delay: 100,
+            jitter: 0.0,
+        };
         assert_eq!(e.base_delay(1), 100);
         assert_eq!(e.base_delay(2), 200);
         assert_eq!(e.base_delay(3), 400);
         assert_eq!(e.base_delay(200), 100u64.saturating_mul(1 << 62));
-        let f = Backoff::Fixed { delay: 70, jitter: 0.5 };
+        let f = Backoff::Fixed {
+            delay: 70,
+            jitter: 0.5,
+        };
         assert_eq!(f.delay_with_jitter(3, 0.0), 35);
         assert_eq!(f.delay_with_jitter(3, 0.999_999), 70);
     }

@@ -81,7 +81,9 @@ pub enum Outcome {
 pub enum AckResult {
     Completed,
     /// Failed and will be retried after `delay` ms (0: back to waiting now).
-    Retrying { delay: u64 },
+    Retrying {
+        delay: u64,
+    },
     /// Failed for good.
     Failed,
     /// Back to waiting, unprocessed.
@@ -178,7 +180,9 @@ impl QueueState {
     pub fn add(&mut self, job: NewJob, now: u64, fx: &mut Effects) -> Added {
         if let Some(id) = &job.opts.job_id {
             if let Some(&key) = self.custom_ids.get(id) {
-                self.emit(fx, || EventKind::Duplicated { job_id: id.to_string() });
+                self.emit(fx, || EventKind::Duplicated {
+                    job_id: id.to_string(),
+                });
                 return Added::Duplicate(key);
             }
         }
@@ -229,7 +233,11 @@ impl QueueState {
     /// Puts a job (already in `jobs`) into the ready heap by its priority; sets its state.
     pub(super) fn push_ready(&mut self, key: JobKey, lifo: bool) {
         self.order_seq += 1;
-        let order = if lifo { -self.order_seq } else { self.order_seq };
+        let order = if lifo {
+            -self.order_seq
+        } else {
+            self.order_seq
+        };
         let Some(job) = self.jobs.get_mut(&key) else {
             return;
         };
@@ -355,7 +363,11 @@ impl QueueState {
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
                 job.finished_on = now;
-                let rule = job.policy.as_ref().and_then(|p| p.remove_on_complete).or(keep);
+                let rule = job
+                    .policy
+                    .as_ref()
+                    .and_then(|p| p.remove_on_complete)
+                    .or(keep);
                 let listened = self.listeners > 0;
                 let ev = listened.then(|| (job.id_string(), value.clone()));
                 job.extra_mut().returnvalue = Some(value);
@@ -365,7 +377,10 @@ impl QueueState {
                 }
                 self.completed.insert(seq, key);
                 if let Some((job_id, returnvalue)) = ev {
-                    self.emit(fx, || EventKind::Completed { job_id, returnvalue });
+                    self.emit(fx, || EventKind::Completed {
+                        job_id,
+                        returnvalue,
+                    });
                 }
                 self.retain(JobState::Completed, rule, now);
                 AckResult::Completed
@@ -456,8 +471,14 @@ impl QueueState {
         if let Some(age) = age_secs {
             let cutoff = now.saturating_sub(age.saturating_mul(1_000));
             loop {
-                let set = if state == JobState::Completed { &self.completed } else { &self.failed };
-                let Some((&seq, &key)) = set.first_key_value() else { break };
+                let set = if state == JobState::Completed {
+                    &self.completed
+                } else {
+                    &self.failed
+                };
+                let Some((&seq, &key)) = set.first_key_value() else {
+                    break;
+                };
                 let old = self.jobs.get(&key).is_none_or(|j| j.finished_on < cutoff);
                 if !old {
                     break;
@@ -468,7 +489,9 @@ impl QueueState {
         }
         if let Some(count) = count {
             while self.finished_set(state).len() as u64 > count {
-                let Some((_, key)) = self.finished_set(state).pop_first() else { break };
+                let Some((_, key)) = self.finished_set(state).pop_first() else {
+                    break;
+                };
                 self.forget(key);
             }
         }

@@ -163,7 +163,12 @@ impl QueueState {
     }
 
     /// Stores progress (JSON text) and emits `progress`.
-    pub fn update_progress(&mut self, id: &str, progress: Box<str>, fx: &mut Effects) -> Result<()> {
+    pub fn update_progress(
+        &mut self,
+        id: &str,
+        progress: Box<str>,
+        fx: &mut Effects,
+    ) -> Result<()> {
         let key = self.existing(id)?;
         let ev = (self.listeners > 0).then(|| progress.clone());
         if let Some(job) = self.jobs.get_mut(&key) {

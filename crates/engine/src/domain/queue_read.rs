@@ -50,7 +50,9 @@ impl QueueState {
 
     /// State of a job by id.
     pub fn state_of(&self, id: &str) -> Option<JobState> {
-        self.key_of(id).and_then(|k| self.jobs.get(&k)).map(|j| j.state)
+        self.key_of(id)
+            .and_then(|k| self.jobs.get(&k))
+            .map(|j| j.state)
     }
 
     /// The JSON record of a job by id.

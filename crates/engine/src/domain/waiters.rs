@@ -8,13 +8,21 @@
 //! pending bit is set instead of counting credits: the next waiter to register is released at once
 //! and retries its pull once, so surplus notifications never cause a run of empty pulls.
 //!
+//! Cancelling a puller is sticky: its pull may not have registered yet (the binding registers
+//! from a runtime thread), so a cancelled puller id is remembered and its next registration
+//! returns at once. Puller ids are single-use once cancelled; the last 4,096 are remembered.
+//!
 //! All methods run under the owning shard's lock, which is what makes "check for jobs, then
 //! register" free of lost wake-ups.
+
+use std::collections::VecDeque;
 
 use tokio::sync::oneshot;
 
 /// Head position from which the consumed prefix is compacted.
 const COMPACT_AT: usize = 1_024;
+/// Cancelled puller ids remembered for registrations that arrive late.
+const CANCELLED_MEMORY: usize = 4_096;
 
 struct Waiter {
     puller: u32,
@@ -27,21 +35,26 @@ pub struct WaiterQueue {
     entries: Vec<Option<Waiter>>,
     head: usize,
     pending: bool,
+    cancelled: VecDeque<u32>,
 }
 
 impl WaiterQueue {
     /// Registers a waiter for `puller`; the receiver resolves `Ok` when woken and `Err` when
-    /// cancelled. O(1) amortized.
-    pub fn register(&mut self, puller: u32) -> oneshot::Receiver<()> {
+    /// cancelled. `None` when `puller` was cancelled before it could register. O(1) amortized.
+    pub fn register(&mut self, puller: u32) -> Option<oneshot::Receiver<()>> {
+        if let Some(i) = self.cancelled.iter().position(|p| *p == puller) {
+            self.cancelled.remove(i);
+            return None;
+        }
         let (tx, rx) = oneshot::channel();
         if self.pending {
             self.pending = false;
             let _ = tx.send(());
-            return rx;
+            return Some(rx);
         }
         self.sweep_if_bloated();
         self.entries.push(Some(Waiter { puller, tx }));
-        rx
+        Some(rx)
     }
 
     /// Wakes up to `n` live waiters; returns how many were woken. With none live, sets the
@@ -64,12 +77,21 @@ impl WaiterQueue {
         woken
     }
 
-    /// Cancels every waiter of `puller` (their pulls resolve empty). O(waiters).
+    /// Cancels every waiter of `puller` (their pulls resolve empty), or, if none is registered,
+    /// its next registration. O(waiters).
     pub fn cancel(&mut self, puller: u32) {
+        let mut found = false;
         for slot in &mut self.entries[self.head..] {
             if slot.as_ref().is_some_and(|w| w.puller == puller) {
                 *slot = None;
+                found = true;
             }
+        }
+        if !found {
+            if self.cancelled.len() == CANCELLED_MEMORY {
+                self.cancelled.pop_front();
+            }
+            self.cancelled.push_back(puller);
         }
     }
 
@@ -128,8 +150,8 @@ mod tests {
     #[test]
     fn notify_wakes_in_registration_order() {
         let mut q = WaiterQueue::default();
-        let mut a = q.register(1);
-        let mut b = q.register(2);
+        let mut a = q.register(1).unwrap();
+        let mut b = q.register(2).unwrap();
         assert_eq!(q.notify(1), 1);
         assert!(a.try_recv().is_ok());
         assert!(b.try_recv().is_err());
@@ -143,19 +165,19 @@ mod tests {
         assert_eq!(q.notify(3), 0);
         assert_eq!(q.notify(3), 0);
         assert!(q.pending());
-        let mut a = q.register(1);
+        let mut a = q.register(1).unwrap();
         assert!(a.try_recv().is_ok(), "released at once by the pending bit");
-        let mut b = q.register(1);
+        let mut b = q.register(1).unwrap();
         assert!(b.try_recv().is_err(), "only one retry hint");
     }
 
     #[test]
     fn dead_and_cancelled_waiters_are_skipped() {
         let mut q = WaiterQueue::default();
-        let a = q.register(1);
+        let a = q.register(1).unwrap();
         drop(a); // timed out
-        let mut b = q.register(2);
-        let mut c = q.register(3);
+        let mut b = q.register(2).unwrap();
+        let mut c = q.register(3).unwrap();
         q.cancel(2);
         assert!(b.try_recv().is_err());
         assert_eq!(q.notify(1), 1);
@@ -163,15 +185,37 @@ mod tests {
     }
 
     #[test]
+    fn cancel_before_register_is_sticky_once() {
+        let mut q = WaiterQueue::default();
+        q.cancel(7);
+        assert!(
+            q.register(7).is_none(),
+            "late registration of a cancelled puller"
+        );
+        assert!(
+            q.register(7).is_some(),
+            "only the one registration is refused"
+        );
+        for i in 0..(CANCELLED_MEMORY as u32 + 10) {
+            q.cancel(1_000 + i);
+        }
+        assert!(
+            q.register(1_000).is_some(),
+            "oldest cancellations are forgotten"
+        );
+        assert!(q.register(1_000 + CANCELLED_MEMORY as u32).is_none());
+    }
+
+    #[test]
     fn idle_timeouts_do_not_grow_without_bound() {
         let mut q = WaiterQueue::default();
         for i in 0..100_000u32 {
-            drop(q.register(i));
+            drop(q.register(i).unwrap());
         }
         assert!(q.capacity_used() <= COMPACT_AT + 1, "{}", q.capacity_used());
         let mut keep = Vec::new();
         for i in 0..3_000u32 {
-            keep.push(q.register(i));
+            keep.push(q.register(i).unwrap());
         }
         assert_eq!(q.live(), 3_000);
         assert_eq!(q.notify(3_000), 3_000);

@@ -1,0 +1,59 @@
+// Boundary benchmark: what a JS user gets through the public API, in jobs/s.
+//   node bench/boundary/boundary.mjs   |   bun bench/boundary/boundary.mjs
+// Prints one JSON line per workload. Payload: a 200-byte JSON object.
+import { Queue, Worker } from '../../index.mjs'
+
+const runtime = typeof Bun !== 'undefined' ? `bun ${Bun.version}` : `node ${process.versions.node}`
+const payload = { user: 'u-000123', email: 'someone@example.com', plan: 'pro', tags: ['a', 'b', 'c'], note: 'x'.repeat(107) }
+if (JSON.stringify(payload).length < 190 || JSON.stringify(payload).length > 210) throw new Error('payload size drifted')
+
+let seq = 0
+const fresh = () => new Queue(`bench-${process.pid}-${++seq}`)
+
+function report(workload, n, ms) {
+  console.log(JSON.stringify({ runtime, workload, jobs: n, ms: Math.round(ms * 10) / 10, jobsPerSec: Math.round((n * 1000) / ms) }))
+}
+
+async function addOneAtATime(n) {
+  const q = fresh()
+  const t = performance.now()
+  for (let i = 0; i < n; i++) await q.add('job', payload)
+  report('add one at a time', n, performance.now() - t)
+  await q.obliterate({ force: true })
+  await q.close()
+}
+
+async function addBulk(n, batch) {
+  const q = fresh()
+  const jobs = Array.from({ length: batch }, () => ({ name: 'job', data: payload }))
+  const t = performance.now()
+  for (let i = 0; i < n; i += batch) await q.addBulk(jobs)
+  report(`addBulk ${n} (batches of ${batch})`, n, performance.now() - t)
+  await q.obliterate({ force: true })
+  await q.close()
+}
+
+async function processNoop(n, concurrency) {
+  const q = fresh()
+  const jobs = Array.from({ length: 1000 }, () => ({ name: 'job', data: payload }))
+  for (let i = 0; i < n; i += 1000) await q.addBulk(jobs)
+  let done = 0
+  const t = performance.now()
+  await new Promise((resolve) => {
+    const w = new Worker(q.name, async () => {}, { concurrency })
+    w.on('completed', () => {
+      if (++done === n) resolve(w)
+    })
+  }).then((w) => {
+    report(`process ${n} no-op jobs, concurrency ${concurrency}`, n, performance.now() - t)
+    return w.close()
+  })
+  await q.obliterate({ force: true })
+  await q.close()
+}
+
+const quick = process.env.BENCH_QUICK === '1'
+await addOneAtATime(quick ? 10_000 : 100_000)
+await addBulk(50_000, 50_000)
+await addBulk(50_000, 1_000)
+await processNoop(50_000, 50)

@@ -1,0 +1,273 @@
+// Public typings of ferroqueue (hand-written; the generated binding.d.ts is internal).
+
+import { EventEmitter } from 'node:events'
+
+/** States a job can be in. */
+export type JobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children'
+/** State names accepted by getters and counts (`wait` is `waiting`; `paused` counts ready jobs held by a pause). */
+export type JobType = JobState | 'wait' | 'paused'
+/** Job states that `clean` accepts. */
+export type CleanType = 'completed' | 'failed' | 'delayed' | 'wait' | 'waiting' | 'prioritized' | 'paused' | 'active'
+
+/** Retention of finished jobs: `true` removes at once, `false` keeps all, a number keeps the newest N. */
+export type KeepJobs = boolean | number | { /** seconds */ age?: number; count?: number }
+
+export interface BackoffOptions {
+  type: 'fixed' | 'exponential'
+  /** Base wait in ms. Exponential waits `delay * 2^(attemptsMade - 1)`. */
+  delay?: number
+  /** In [0, 1]: the wait is drawn uniformly from `[d * (1 - jitter), d]`. */
+  jitter?: number
+}
+
+export interface JobsOptions {
+  /** A custom id: a non-empty string that is not an integer and has no ':'. Adding an existing id adds nothing. */
+  jobId?: string
+  /** Milliseconds to wait before the job can run. */
+  delay?: number
+  /** 0..2,097,152; lower runs first; 0 (none) runs before any priority. */
+  priority?: number
+  /** Put the job at the head of its priority instead of the tail. */
+  lifo?: boolean
+  /** Total tries (default 1). */
+  attempts?: number
+  /** A number (fixed wait in ms) or a backoff spec. */
+  backoff?: number | BackoffOptions
+  removeOnComplete?: KeepJobs
+  removeOnFail?: KeepJobs
+  /** Creation time in ms since the epoch (default: now); `delay` counts from it. */
+  timestamp?: number
+  /** Keep only the newest N log rows. */
+  keepLogs?: number
+  [key: string]: unknown
+}
+
+export interface QueueBaseOptions {
+  [key: string]: unknown
+}
+
+export interface QueueOptions extends QueueBaseOptions {
+  defaultJobOptions?: JobsOptions
+}
+
+export interface WorkerOptions extends QueueBaseOptions {
+  /** Jobs processed at once by this worker (default 1). */
+  concurrency?: number
+  /** Start processing in the constructor (default true); otherwise call `run()`. */
+  autorun?: boolean
+  /** Seconds a pull waits for a job before looping (default 5). */
+  drainDelay?: number
+  /** Retention for jobs that have no `removeOnComplete` of their own. */
+  removeOnComplete?: KeepJobs
+  /** Retention for jobs that have no `removeOnFail` of their own. */
+  removeOnFail?: KeepJobs
+}
+
+export interface QueueEventsOptions extends QueueBaseOptions {
+  /** Start delivering events in the constructor (default true). */
+  autorun?: boolean
+}
+
+/** An error of ferroqueue with a stable code. */
+export class QueueError extends Error {
+  constructor(code: string, message: string)
+  /** ERR_QUEUE_CLOSED, ERR_JOB_NOT_FOUND, ERR_JOB_STATE, ERR_JOB_LOCKED, ERR_QUEUE_ACTIVE, ERR_TIMEOUT, ERR_INTERNAL, ... */
+  code: string
+}
+
+/** Thrown by a processor to fail the job at once, without retries. */
+export class UnrecoverableError extends Error {
+  constructor(message?: string)
+}
+
+export interface JobJson<DataType = any, ReturnType = any, NameType extends string = string> {
+  id: string
+  name: NameType
+  data: DataType
+  opts: JobsOptions
+  progress: JobProgress
+  returnvalue: ReturnType | null
+  failedReason: string | undefined
+  stacktrace: string[]
+  attemptsMade: number
+  attemptsStarted: number
+  timestamp: number
+  processedOn: number | undefined
+  finishedOn: number | undefined
+  delay: number
+  priority: number
+}
+
+export type JobProgress = number | string | boolean | object | null
+
+export class Job<DataType = any, ReturnType = any, NameType extends string = string> {
+  constructor(queue: Queue<DataType, ReturnType, NameType> | Worker<DataType, ReturnType, NameType>, name: NameType, data: DataType, opts?: JobsOptions, id?: string)
+  readonly queue: Queue<DataType, ReturnType, NameType> | Worker<DataType, ReturnType, NameType>
+  id: string
+  name: NameType
+  data: DataType
+  opts: JobsOptions
+  progress: JobProgress
+  returnvalue: ReturnType | null
+  failedReason: string | undefined
+  stacktrace: string[]
+  /** Failed attempts so far. */
+  attemptsMade: number
+  /** Activations so far. */
+  attemptsStarted: number
+  timestamp: number
+  processedOn: number | undefined
+  finishedOn: number | undefined
+  delay: number
+  priority: number
+  /** The lock token of the current activation (jobs given to a processor). */
+  token: string | undefined
+
+  updateProgress(progress: JobProgress): Promise<void>
+  log(row: string): Promise<number>
+  getState(): Promise<JobState | 'unknown'>
+  updateData(data: DataType): Promise<void>
+  changePriority(opts: { priority?: number; lifo?: boolean }): Promise<void>
+  changeDelay(delay: number): Promise<void>
+  promote(): Promise<void>
+  retry(state?: 'failed' | 'completed', opts?: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean }): Promise<void>
+  remove(): Promise<void>
+  isCompleted(): Promise<boolean>
+  isFailed(): Promise<boolean>
+  isDelayed(): Promise<boolean>
+  isActive(): Promise<boolean>
+  isWaiting(): Promise<boolean>
+  /** Resolves with the return value when the job completes; rejects when it fails for good or after `ttl` ms. */
+  waitUntilFinished(queueEvents: QueueEvents, ttl?: number): Promise<ReturnType>
+  asJSON(): JobJson<DataType, ReturnType, NameType>
+  toJSON(): JobJson<DataType, ReturnType, NameType>
+}
+
+export interface QueueListener<DataType, ReturnType, NameType extends string> {
+  waiting: (job: Job<DataType, ReturnType, NameType>) => void
+  paused: () => void
+  resumed: () => void
+  cleaned: (jobs: string[], type: string) => void
+  error: (err: Error) => void
+}
+
+export type JobCounts = Partial<Record<JobType, number>>
+
+export class Queue<DataType = any, ReturnType = any, NameType extends string = string> extends EventEmitter {
+  constructor(name: string, opts?: QueueOptions)
+  readonly name: string
+  readonly opts: QueueOptions
+  defaultJobOptions: JobsOptions
+
+  waitUntilReady(): Promise<void>
+  add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ReturnType, NameType>>
+  addBulk(jobs: { name: NameType; data: DataType; opts?: JobsOptions }[]): Promise<Job<DataType, ReturnType, NameType>[]>
+  getJob(id: string): Promise<Job<DataType, ReturnType, NameType> | undefined>
+  getJobState(id: string): Promise<JobState | 'unknown'>
+  /** Inclusive `start`..`end` (-1: last); newest first unless `asc`. */
+  getJobs(types?: JobType | JobType[], start?: number, end?: number, asc?: boolean): Promise<Job<DataType, ReturnType, NameType>[]>
+  getWaiting(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getPrioritized(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getDelayed(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getActive(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getCompleted(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getFailed(start?: number, end?: number): Promise<Job<DataType, ReturnType, NameType>[]>
+  getJobCounts(...types: JobType[]): Promise<JobCounts>
+  getJobCountByTypes(...types: JobType[]): Promise<number>
+  getWaitingCount(): Promise<number>
+  getPrioritizedCount(): Promise<number>
+  getDelayedCount(): Promise<number>
+  getActiveCount(): Promise<number>
+  getCompletedCount(): Promise<number>
+  getFailedCount(): Promise<number>
+  /** Waiting + prioritized + delayed + waiting-children. */
+  count(): Promise<number>
+  pause(): Promise<void>
+  resume(): Promise<void>
+  isPaused(): Promise<boolean>
+  drain(delayed?: boolean): Promise<void>
+  /** 1 if removed, 0 if absent or active. */
+  remove(id: string): Promise<number>
+  clean(grace: number, limit: number, type?: CleanType): Promise<string[]>
+  obliterate(opts?: { force?: boolean }): Promise<void>
+  getJobLogs(id: string, start?: number, end?: number, asc?: boolean): Promise<{ logs: string[]; count: number }>
+  close(): Promise<void>
+
+  on<U extends keyof QueueListener<DataType, ReturnType, NameType>>(event: U, listener: QueueListener<DataType, ReturnType, NameType>[U]): this
+  on(event: string | symbol, listener: (...args: any[]) => void): this
+  once<U extends keyof QueueListener<DataType, ReturnType, NameType>>(event: U, listener: QueueListener<DataType, ReturnType, NameType>[U]): this
+  once(event: string | symbol, listener: (...args: any[]) => void): this
+}
+
+export type Processor<DataType = any, ReturnType = any, NameType extends string = string> = (
+  job: Job<DataType, ReturnType, NameType>,
+  token?: string,
+  signal?: AbortSignal,
+) => Promise<ReturnType> | ReturnType
+
+export interface WorkerListener<DataType, ReturnType, NameType extends string> {
+  active: (job: Job<DataType, ReturnType, NameType>, prev: string) => void
+  progress: (job: Job<DataType, ReturnType, NameType>, progress: JobProgress) => void
+  completed: (job: Job<DataType, ReturnType, NameType>, result: ReturnType, prev: string) => void
+  failed: (job: Job<DataType, ReturnType, NameType> | undefined, error: Error, prev: string) => void
+  drained: () => void
+  error: (failedReason: Error) => void
+  paused: () => void
+  resumed: () => void
+  closed: () => void
+}
+
+export class Worker<DataType = any, ReturnType = any, NameType extends string = string> extends EventEmitter {
+  constructor(name: string, processor: Processor<DataType, ReturnType, NameType>, opts?: WorkerOptions)
+  readonly name: string
+  readonly opts: WorkerOptions
+  concurrency: number
+
+  waitUntilReady(): Promise<void>
+  /** Starts processing (autorun does it for you); resolves when the worker closes. */
+  run(): Promise<void>
+  /** Stops taking jobs; resolves when active jobs are done unless `doNotWaitActive`. */
+  pause(doNotWaitActive?: boolean): Promise<void>
+  resume(): void
+  isRunning(): boolean
+  isPaused(): boolean
+  /** Waits for active jobs; with `force`, aborts their signals and puts them back to waiting. */
+  close(force?: boolean): Promise<void>
+
+  on<U extends keyof WorkerListener<DataType, ReturnType, NameType>>(event: U, listener: WorkerListener<DataType, ReturnType, NameType>[U]): this
+  on(event: string | symbol, listener: (...args: any[]) => void): this
+  once<U extends keyof WorkerListener<DataType, ReturnType, NameType>>(event: U, listener: WorkerListener<DataType, ReturnType, NameType>[U]): this
+  once(event: string | symbol, listener: (...args: any[]) => void): this
+}
+
+export interface QueueEventsListener {
+  added: (args: { jobId: string; name: string }, id: string) => void
+  waiting: (args: { jobId: string; prev?: string }, id: string) => void
+  /** `delay` is the timestamp (ms since the epoch) at which the job becomes ready, as in BullMQ. */
+  delayed: (args: { jobId: string; delay: number }, id: string) => void
+  active: (args: { jobId: string; prev?: string }, id: string) => void
+  progress: (args: { jobId: string; data: JobProgress }, id: string) => void
+  completed: (args: { jobId: string; returnvalue: any; prev?: string }, id: string) => void
+  failed: (args: { jobId: string; failedReason: string; prev?: string }, id: string) => void
+  'retries-exhausted': (args: { jobId: string; attemptsMade: number }, id: string) => void
+  removed: (args: { jobId: string; prev: string }, id: string) => void
+  duplicated: (args: { jobId: string }, id: string) => void
+  cleaned: (args: { count: number }, id: string) => void
+  drained: (args: {}, id: string) => void
+  paused: (args: {}, id: string) => void
+  resumed: (args: {}, id: string) => void
+  closed: () => void
+}
+
+export class QueueEvents extends EventEmitter {
+  constructor(name: string, opts?: QueueEventsOptions)
+  readonly name: string
+  waitUntilReady(): Promise<void>
+  run(): void
+  close(): Promise<void>
+
+  on<U extends keyof QueueEventsListener>(event: U, listener: QueueEventsListener[U]): this
+  on(event: string | symbol, listener: (...args: any[]) => void): this
+  once<U extends keyof QueueEventsListener>(event: U, listener: QueueEventsListener[U]): this
+  once(event: string | symbol, listener: (...args: any[]) => void): this
+}
