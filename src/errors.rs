@@ -29,3 +29,31 @@ pub fn range(option: &str, reason: impl Into<String>) -> Error {
 pub fn ms(option: &str, v: f64) -> napi::Result<u64> {
     ferroqueue_engine::domain::options::non_negative_ms(option, v).map_err(to_napi)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_carry_code_and_class() {
+        let e = to_napi(EngineError::range("priority", "must be an integer, got -1"));
+        let parts: Vec<&str> = e.reason.split(SEP).collect();
+        assert_eq!(
+            parts,
+            [
+                "ERR_INVALID_OPTION",
+                "RangeError",
+                "priority must be an integer, got -1"
+            ]
+        );
+        let e = to_napi(EngineError::QueueClosed("q".into()));
+        assert!(e.reason.starts_with("ERR_QUEUE_CLOSED\u{1}QueueError\u{1}"));
+        let e = range("limit", "must be >= 0");
+        assert!(e.reason.ends_with("limit must be >= 0"));
+        assert_eq!(ms("delay", 12.9).ok(), Some(12));
+        assert!(ms("delay", -1.0)
+            .unwrap_err()
+            .reason
+            .contains("delay must be"));
+    }
+}

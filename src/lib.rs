@@ -6,6 +6,10 @@
 //! `TypeError`/`RangeError`/`QueueError` with `code`. Sync functions catch panics
 //! (`catch_unwind`); napi-rs settles a panicking async call as a rejection.
 
+// napi-derive compiles the JS registration of #[napi] functions out of test builds, so there
+// they look unused.
+#![cfg_attr(test, allow(dead_code))]
+
 mod errors;
 mod events;
 mod jobs;
