@@ -8,5 +8,8 @@ npm run --silent build
 
 cargo test --workspace --release
 
+# The public typings compile, and misuse of the generics is a type error.
+npx tsc -p __test__/types
+
 npx vitest run
 npx bun test --timeout 20000 ./__test__/

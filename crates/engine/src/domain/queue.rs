@@ -113,7 +113,7 @@ pub struct QueueState {
     pub(super) completed: BTreeMap<u64, JobKey>,
     pub(super) failed: BTreeMap<u64, JobKey>,
     state_seq: u64,
-    lock_seq: u64,
+    pub(super) lock_seq: u64,
     pub(super) paused: bool,
     /// Long-poll waiters of this queue.
     pub waiters: WaiterQueue,

@@ -120,6 +120,9 @@ impl QueueState {
         let mut fresh = QueueState::new(self.name.clone());
         std::mem::swap(&mut fresh.waiters, &mut self.waiters);
         fresh.listeners = self.listeners;
+        // Ids restart at 1, so tokens must not: an activation from before the obliterate must
+        // never match a new job that reuses its id.
+        fresh.lock_seq = self.lock_seq;
         *self = fresh;
         Ok(())
     }

@@ -1,0 +1,63 @@
+// Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
+// Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
+import { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, type JobsOptions } from '../../index.js'
+
+interface Mail {
+  to: string
+}
+interface Sent {
+  id: number
+}
+
+async function main(): Promise<void> {
+  const queue = new Queue<Mail, Sent, 'welcome' | 'reset'>('mail', { defaultJobOptions: { attempts: 3 } })
+  const opts: JobsOptions = { priority: 1, delay: 10, backoff: { type: 'exponential', delay: 100, jitter: 0.5 }, removeOnComplete: { age: 60, count: 10 } }
+  const job: Job<Mail, Sent, 'welcome' | 'reset'> = await queue.add('welcome', { to: 'a@b.c' }, opts)
+  const to: string = job.data.to
+  // @ts-expect-error wrong job name
+  await queue.add('other', { to: 'x' })
+  // @ts-expect-error wrong data shape
+  await queue.add('reset', { email: 'x' })
+  const jobs = await queue.addBulk([{ name: 'reset', data: { to: 'y' } }])
+  const found = await queue.getJob(jobs[0].id)
+  if (found) {
+    const state: string = await found.getState()
+    await found.updateProgress({ pct: 50 })
+    await found.changePriority({ priority: 3, lifo: true })
+    void state
+  }
+  const counts = await queue.getJobCounts('waiting', 'failed')
+  const waiting: number | undefined = counts.waiting
+  const page = await queue.getJobs(['waiting', 'delayed'], 0, 9, true)
+  const n: number = await queue.count()
+  await queue.clean(1000, 10, 'completed')
+  await queue.obliterate({ force: true })
+
+  const worker = new Worker<Mail, Sent>(
+    'mail',
+    async (j, token, signal) => {
+      signal?.throwIfAborted()
+      if (!j.data.to) throw new UnrecoverableError('no address')
+      void token
+      return { id: 1 }
+    },
+    { concurrency: 10, removeOnFail: 100 },
+  )
+  worker.on('completed', (j, result) => {
+    const id: number = result.id
+    void j
+    void id
+  })
+  worker.on('failed', (_j, err) => void err.message)
+  const events = new QueueEvents('mail')
+  events.on('completed', ({ jobId, returnvalue }) => void [jobId, returnvalue])
+  events.on('delayed', ({ delay }) => void (delay + 1))
+  const result: Sent = await job.waitUntilFinished(events, 1000)
+  const e = new QueueError('ERR_X', 'x')
+  const code: string = e.code
+  await worker.close(true)
+  await events.close()
+  await queue.close()
+  void [to, waiting, page, n, result, code]
+}
+void main
