@@ -18,11 +18,8 @@ afterEach(async () => {
   const list = opened.reverse()
   opened = []
   for (const x of list) {
-    const t = Date.now()
-    const st = x instanceof Worker ? JSON.stringify({ pulling: x._pulling, active: x._active.size, paused: x._paused, running: x._running, puller: x._puller, wake: !!x._wake }) : ''
     if (x instanceof Worker) await x.close(true)
     else await x.close()
-    if (Date.now() - t > 100) console.log('SLOW CLOSE', x.constructor.name, Date.now() - t, st, expect.getState().currentTestName)
   }
 })
 

@@ -164,7 +164,11 @@ class Job {
         Object.assign(new TypeError('queueEvents must be a QueueEvents instance'), { code: 'ERR_INVALID_OPTION' }),
       )
     }
-    if (ttl !== undefined) v.integerAtLeast('ttl', ttl, 0)
+    try {
+      if (ttl !== undefined) v.integerAtLeast('ttl', ttl, 0)
+    } catch (e) {
+      return Promise.reject(e)
+    }
     return new Promise((resolve, reject) => {
       let timer
       const stop = queueEvents._waitFor(this.id, (name, payload) => {

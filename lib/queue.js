@@ -41,6 +41,15 @@ class Queue extends EventEmitter {
     openHandle(this, name, opts)
     v.jobOptions(this.opts.defaultJobOptions, 'defaultJobOptions')
     this.defaultJobOptions = { ...(this.opts.defaultJobOptions || {}) }
+    if (this.opts.defaultJobOptions) {
+      try {
+        binding.checkJobOptions(JSON.stringify(this.defaultJobOptions))
+      } catch (e) {
+        const err = decode(e)
+        err.message = `defaultJobOptions.${err.message}`
+        throw err
+      }
+    }
   }
 
   _ensureOpen() {

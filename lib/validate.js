@@ -33,7 +33,7 @@ function optionalObject(option, v) {
 
 function number(option, v) {
   if (typeof v !== 'number') throw typeError(option, `must be a number, got ${describe(v)}`)
-  if (Number.isNaN(v)) throw rangeError(option, 'must not be NaN')
+  if (!Number.isFinite(v)) throw rangeError(option, `must be a finite number, got ${v}`)
 }
 
 function integerAtLeast(option, v, min) {
@@ -66,7 +66,8 @@ function jobOptions(opts, option = 'opts') {
   if (o.lifo !== undefined && typeof o.lifo !== 'boolean') {
     throw typeError(`${option}.lifo`, `must be a boolean, got ${describe(o.lifo)}`)
   }
-  if (o.backoff !== undefined && typeof o.backoff !== 'number') {
+  if (typeof o.backoff === 'number') number(`${option}.backoff`, o.backoff)
+  else if (o.backoff !== undefined) {
     if (!isPlainObject(o.backoff)) {
       throw typeError(`${option}.backoff`, `must be a number or { type, delay, jitter? }, got ${describe(o.backoff)}`)
     }

@@ -28,6 +28,12 @@ fn options(opts: Option<&str>) -> Result<JobOptions> {
     }
 }
 
+/// Validates job options (JSON text) without adding anything, e.g. a queue's defaults.
+#[napi(catch_unwind)]
+pub fn check_job_options(opts: String) -> Result<()> {
+    options(Some(&opts)).map(|_| ())
+}
+
 /// Adds one job. `data` and `opts` are JSON text.
 #[napi(catch_unwind)]
 pub fn add(
