@@ -252,8 +252,10 @@ describe('Worker', () => {
     const { name, queue } = setup('w-close')
     const job = await queue.add('slow', {})
     let finished = false
-    const worker = new Worker(name, async () => {
+    const worker = new Worker(name, async (j) => {
       await delay(120)
+      await j.updateProgress(100) // the job stays usable while its worker closes
+      await j.log('finishing')
       finished = true
       return 'done'
     })
@@ -263,6 +265,7 @@ describe('Worker', () => {
     expect(finished).toBe(true)
     await closed
     expect(await queue.getJobState(job.id)).toBe('completed')
+    expect((await queue.getJob(job.id)).progress).toBe(100)
   })
 
   it('close(true) returns at once, aborts the signal and puts the job back to waiting', async () => {

@@ -91,9 +91,8 @@ class Worker extends EventEmitter {
     }
   }
 
-  _ensureOpen() {
-    if (this._closing) throw new QueueError('ERR_QUEUE_CLOSED', `worker of queue "${this.name}" is closed`)
-  }
+  /** Jobs of a worker stay usable while it closes: a graceful close lets them finish. */
+  _ensureOpen() {}
 
   _emitError(err) {
     if (this.listenerCount('error') > 0) this.emit('error', err)
