@@ -217,6 +217,9 @@ impl Engine {
         max: usize,
         timeout: Duration,
     ) -> (usize, String) {
+        if max == 0 {
+            return (0, "[]".into());
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (taken, rx) = self.with(q, |qs, now, fx| {
@@ -231,12 +234,24 @@ impl Engine {
             if let Some(t) = taken {
                 return t;
             }
-            let Some(rx) = rx else {
+            let Some(mut rx) = rx else {
                 return (0, "[]".into());
             };
-            match tokio::time::timeout_at(deadline, rx).await {
+            match tokio::time::timeout_at(deadline, &mut rx).await {
                 Ok(Ok(())) => continue,
-                _ => return (0, "[]".into()),
+                Ok(Err(_)) => return (0, "[]".into()),
+                Err(_) => {
+                    // Timed out; a wake-up may have raced the deadline. Close the receiver under
+                    // the shard lock (notifications happen under it) and pass a wake-up that
+                    // arrived on to the next waiter, so no job waits for another timeout.
+                    self.with(q, |qs, _, _| {
+                        rx.close();
+                        if rx.try_recv().is_ok() {
+                            qs.waiters.notify(1);
+                        }
+                    });
+                    return (0, "[]".into());
+                }
             }
         }
     }

@@ -1,12 +1,11 @@
-//! Tests of the [`Engine`]: queue names, isolation, shard totals, long-poll pulls (on tokio's
-//! paused clock), the event hub, `ack_many` and the real delayed-job timer thread.
+//! Tests of the [`Engine`]: queue names, isolation, shard totals, the event hub, `ack_many` and
+//! the real delayed-job timer thread. Long-poll pulls are in the child module `pull`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::time::{sleep, Instant as TokioInstant};
 
 use super::engine::{Ack, Engine, EngineConfig, QueueRef};
 use crate::clock::MockClock;
@@ -15,8 +14,9 @@ use crate::domain::queue::{AckResult, Added, NewJob, Outcome};
 use crate::domain::shard::ShardTotals;
 use crate::error::ErrorKind;
 
+mod pull;
+
 const START: u64 = 1_000_000;
-const LONG: Duration = Duration::from_secs(10);
 
 fn engine() -> (Engine, Arc<MockClock>) {
     let clock = Arc::new(MockClock::new(START));
@@ -256,119 +256,8 @@ fn totals_track_ready_delayed_and_active_across_shards() {
     assert_eq!(e.totals(), t(10, 0, 1), "paused jobs still count as ready");
 }
 
-async fn timed_pull(e: &Engine, q: &QueueRef, puller: u32, max: usize) -> (Vec<String>, Duration) {
-    let start = TokioInstant::now();
-    let (n, json) = e.pull(q, puller, max, LONG).await;
-    let got = ids(&json);
-    assert_eq!(n, got.len());
-    (got, start.elapsed())
-}
-
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-#[tokio::test(start_paused = true)]
-async fn pull_returns_ready_jobs_at_once_and_at_most_max() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    for _ in 0..5 {
-        add(&e, &q, "{}");
-    }
-    assert_eq!(
-        timed_pull(&e, &q, 1, 3).await,
-        (vec!["1".into(), "2".into(), "3".into()], ms(0))
-    );
-    assert_eq!(
-        timed_pull(&e, &q, 1, 10).await,
-        (vec!["4".into(), "5".into()], ms(0))
-    );
-    assert_eq!(counts(&e, &q), "active=5");
-}
-
-#[tokio::test(start_paused = true)]
-async fn pull_resolves_when_a_job_is_added_later() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    let (e2, q2) = (e.clone(), q.clone());
-    let adder = tokio::spawn(async move {
-        sleep(ms(100)).await;
-        add(&e2, &q2, "{}")
-    });
-    assert_eq!(timed_pull(&e, &q, 1, 5).await, (vec!["1".into()], ms(100)));
-    assert_eq!(adder.await.unwrap(), "1");
-}
-
-#[tokio::test(start_paused = true)]
-async fn pull_resolves_empty_at_timeout_without_losing_later_jobs() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    let start = TokioInstant::now();
-    assert_eq!(e.pull(&q, 1, 5, ms(250)).await, (0, "[]".to_string()));
-    assert_eq!(start.elapsed(), ms(250));
-    assert_eq!(
-        e.pull(&q, 1, 5, Duration::ZERO).await,
-        (0, "[]".to_string())
-    );
-    add(&e, &q, "{}");
-    assert_eq!(timed_pull(&e, &q, 2, 5).await, (vec!["1".into()], ms(0)));
-}
-
-#[tokio::test(start_paused = true)]
-async fn cancel_pulls_resolves_only_that_pullers_pulls() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    let (seven, eight, ()) =
-        tokio::join!(timed_pull(&e, &q, 7, 1), timed_pull(&e, &q, 8, 1), async {
-            sleep(ms(50)).await;
-            e.cancel_pulls(&q, 7);
-            sleep(ms(50)).await;
-            add(&e, &q, "{}");
-        });
-    assert_eq!(seven, (vec![], ms(50)));
-    assert_eq!(eight, (vec!["1".into()], ms(100)));
-}
-
-#[tokio::test(start_paused = true)]
-async fn two_pullers_get_distinct_jobs() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    let (a, b, added) = tokio::join!(timed_pull(&e, &q, 1, 1), timed_pull(&e, &q, 2, 1), async {
-        sleep(ms(10)).await;
-        e.add_bulk(&q, vec![job(&e, "{}"), job(&e, "{}"), job(&e, "{}")])
-    });
-    assert_eq!(added.len(), 3);
-    assert_eq!((a.1, b.1), (ms(10), ms(10)));
-    let mut all = [a.0, b.0].concat();
-    all.sort();
-    assert_eq!(all, vec!["1", "2"], "one job each, none twice");
-    assert_eq!(counts(&e, &q), "waiting=1 active=2");
-}
-
-#[tokio::test(start_paused = true)]
-async fn promote_due_wakes_a_pending_pull() {
-    let (e, clock) = engine();
-    let q = qref(&e, "q");
-    add(&e, &q, r#"{"delay":500}"#);
-    let (got, ()) = tokio::join!(timed_pull(&e, &q, 1, 1), async {
-        sleep(ms(20)).await;
-        clock.advance(500);
-        assert_eq!(e.promote_due(), None);
-    });
-    assert_eq!(got, (vec!["1".into()], ms(20)));
-}
-
-#[tokio::test(start_paused = true)]
-async fn resume_wakes_a_pull_on_a_paused_queue() {
-    let (e, _) = engine();
-    let q = qref(&e, "q");
-    add(&e, &q, "{}");
-    e.pause(&q);
-    let (got, ()) = tokio::join!(timed_pull(&e, &q, 1, 1), async {
-        sleep(ms(30)).await;
-        e.resume(&q);
-    });
-    assert_eq!(got, (vec!["1".into()], ms(30)));
 }
 
 #[test]

@@ -60,8 +60,8 @@ pub enum KeepJobs {
     },
 }
 
-/// Validated options of one job.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Validated options of one job. `Default` is BullMQ's defaults (one attempt).
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobOptions {
     pub job_id: Option<Box<str>>,
     pub delay: u64,
@@ -111,6 +111,21 @@ pub enum RawKeep {
     },
 }
 
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            job_id: None,
+            delay: 0,
+            priority: 0,
+            lifo: false,
+            attempts: 1,
+            backoff: None,
+            remove_on_complete: None,
+            remove_on_fail: None,
+        }
+    }
+}
+
 impl JobOptions {
     /// Parses and validates options from JSON text (BullMQ's option object).
     ///
@@ -119,10 +134,7 @@ impl JobOptions {
         let raw: RawOptions = serde_json::from_str(text).map_err(|e| {
             EngineError::type_error("opts", format!("are not valid job options: {e}"))
         })?;
-        let mut o = JobOptions {
-            attempts: 1,
-            ..Default::default()
-        };
+        let mut o = JobOptions::default();
         if let Some(id) = raw.job_id {
             o.job_id = Some(validate_custom_id(&id)?.into());
         }
@@ -151,10 +163,7 @@ impl JobOptions {
 
     /// The defaults: one attempt, no delay, no priority.
     pub fn defaults() -> Self {
-        JobOptions {
-            attempts: 1,
-            ..Default::default()
-        }
+        JobOptions::default()
     }
 }
 

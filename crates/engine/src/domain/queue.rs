@@ -382,7 +382,7 @@ impl QueueState {
                         returnvalue,
                     });
                 }
-                self.retain(JobState::Completed, rule, now);
+                self.retain(JobState::Completed, key, rule, now);
                 AckResult::Completed
             }
             Outcome::Failed {
@@ -428,7 +428,7 @@ impl QueueState {
                         attempts_made,
                     });
                 }
-                self.retain(JobState::Failed, rule, now);
+                self.retain(JobState::Failed, key, rule, now);
                 AckResult::Failed
             }
         }
@@ -461,13 +461,22 @@ impl QueueState {
     }
 
     /// Applies a retention rule to the finished set of `state` (completed or failed).
-    fn retain(&mut self, state: JobState, rule: Option<KeepJobs>, now: u64) {
+    /// Applies a retention rule after job `key` entered the finished set of `state`: `true` (or a
+    /// count of 0) removes just that job, as BullMQ does; a count keeps the newest N of the set;
+    /// an age (seconds) drops older ones.
+    fn retain(&mut self, state: JobState, key: JobKey, rule: Option<KeepJobs>, now: u64) {
         let Some(rule) = rule else { return };
         let (count, age_secs) = match rule {
             KeepJobs::All => return,
             KeepJobs::None => (Some(0), None),
             KeepJobs::Bounded { count, age_secs } => (count, age_secs),
         };
+        if count == Some(0) {
+            let seq = self.jobs.get(&key).map_or(0, |j| j.state_seq);
+            self.finished_set(state).remove(&seq);
+            self.forget(key);
+            return;
+        }
         if let Some(age) = age_secs {
             let cutoff = now.saturating_sub(age.saturating_mul(1_000));
             loop {

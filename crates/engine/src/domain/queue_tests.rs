@@ -446,7 +446,6 @@ fn stale_acks_change_nothing() {
 }
 
 #[test]
-#[ignore = "BUG: obliterate resets lock_seq, so a pre-obliterate token acks a new job with the same id"]
 fn ack_from_before_obliterate_is_stale_for_a_new_job_with_the_same_id() {
     let mut q = queue();
     add(&mut q, "{}", T0);

@@ -66,7 +66,6 @@ fn worker_keep_applies_only_to_jobs_without_their_own_rule() {
 }
 
 #[test]
-#[ignore = "BUG: removeOnComplete:true (KeepJobs::None) trims the whole completed set, not just this job"]
 fn remove_on_complete_true_removes_only_that_job() {
     let mut q = queue();
     add(&mut q, "{}", T0);
@@ -238,14 +237,14 @@ fn clean_removes_oldest_first_within_limit_and_never_active() {
     let active = StateFilter::State(JobState::Active);
     assert!(q.clean(0, 0, active, T0 + 1_000_000, &mut fx).is_empty());
     assert_eq!(counts(&q), "active=1 completed=1");
+    // Pop order 6, 7, 8; creation order 8, 7, 6.
     add(&mut q, "{}", T0 + 100);
     add(&mut q, "{}", T0 + 50);
+    add(&mut q, "{}", T0 + 40);
     let wait = StateFilter::State(JobState::Waiting);
-    assert_eq!(
-        q.clean(60, 0, wait, T0 + 150, &mut fx),
-        strs(&["7"]),
-        "waiting jobs by creation time"
-    );
+    let oldest = q.clean(60, 1, wait, T0 + 150, &mut fx);
+    assert_eq!(oldest, strs(&["8"]), "waiting jobs by creation time");
+    assert_eq!(q.clean(60, 0, wait, T0 + 150, &mut fx), strs(&["7"]));
     assert_eq!(q.state_of("6"), Some(JobState::Waiting));
 }
 
