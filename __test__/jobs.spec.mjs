@@ -405,8 +405,9 @@ describe('retention', () => {
     const q = mkQueue()
     const w = mkWorker(q.name, () => 'v')
     const done = collect(w, 'completed', 2)
-    const gone = await q.add('gone', {}, { removeOnComplete: true })
+    // 'kept' finishes first: removing 'gone' must not take other completed jobs with it
     const kept = await q.add('kept', {})
+    const gone = await q.add('gone', {}, { removeOnComplete: true })
     await done
     expect(await q.getJob(gone.id)).toBeUndefined()
     expect(await q.getJobState(gone.id)).toBe('unknown')
