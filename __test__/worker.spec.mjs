@@ -291,6 +291,21 @@ describe('Worker', () => {
     expect((await queue.getJob(job.id)).returnvalue).toBe('second')
   })
 
+  it('a throwing event listener goes to error and the worker keeps going', async () => {
+    const { name, queue } = setup('w-throwing-listener')
+    const worker = track(new Worker(name, async (job) => job.data.i))
+    const errors = []
+    worker.on('error', (e) => errors.push(e.message))
+    const all = collect(worker, 'completed', 3)
+    worker.on('completed', (job) => {
+      if (job.data.i === 1) throw new Error('listener bug')
+    })
+    await queue.addBulk([1, 2, 3].map((i) => ({ name: 'j', data: { i } })))
+    await all
+    expect(errors).toEqual(['listener bug'])
+    expect(await queue.getJobCounts('completed', 'active')).toEqual({ completed: 3, active: 0 })
+  })
+
   it('two workers share a queue without processing a job twice', async () => {
     const { name, queue } = setup('w-two')
     const n = 500

@@ -98,6 +98,15 @@ class Worker extends EventEmitter {
     if (this.listenerCount('error') > 0) this.emit('error', err)
   }
 
+  /** Emits without letting a throwing listener break the worker's bookkeeping. */
+  _emitSafe(event, a, b, c) {
+    try {
+      this.emit(event, a, b, c)
+    } catch (err) {
+      this._emitError(err)
+    }
+  }
+
   /** Starts processing; resolves when the worker is closed. */
   run() {
     if (this._running) return Promise.reject(new QueueError('ERR_WORKER_RUNNING', 'worker is already running'))
@@ -160,7 +169,7 @@ class Worker extends EventEmitter {
   _maybeDrained() {
     if (this._worked) {
       this._worked = false
-      this.emit('drained')
+      this._emitSafe('drained')
     }
   }
 
@@ -170,7 +179,7 @@ class Worker extends EventEmitter {
     const entry = { job, controller }
     this._active.set(job.id, entry)
     this._worked = true
-    this.emit('active', job, 'waiting')
+    this._emitSafe('active', job, 'waiting')
     let result
     try {
       result = this._processor(job, job.token, controller && controller.signal)
@@ -245,11 +254,11 @@ class Worker extends EventEmitter {
       const r = results ? results[i] : 3
       if (r === 0) {
         job.finishedOn = now
-        this.emit('completed', job, job.returnvalue, 'active')
+        this._emitSafe('completed', job, job.returnvalue, 'active')
       } else if (r === 1 || r === 2) {
         job.attemptsMade += 1
         if (r === 2) job.finishedOn = now
-        this.emit('failed', job, entry.error, 'active')
+        this._emitSafe('failed', job, entry.error, 'active')
       }
     }
     if (this._active.size === 0) {
