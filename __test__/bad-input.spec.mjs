@@ -4,28 +4,12 @@
 import { describe, it, expect, beforeEach, afterEach } from 'vitest'
 import { createRequire } from 'node:module'
 import { Queue, Worker, QueueEvents, QueueError } from '../index.mjs'
-import { uniqueName, once, collect } from './helpers.mjs'
+import { uniqueName, once, collect, openTracker } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const binding = require('../binding.js')
 
-let opened = []
-function track(x) {
-  opened.push(x)
-  return x
-}
-const mkQueue = (opts) => track(new Queue(uniqueName('bad'), opts))
-const mkWorker = (name, fn, opts) => track(new Worker(name, fn, opts))
-const mkEvents = (name) => track(new QueueEvents(name))
-
-afterEach(async () => {
-  const list = opened.reverse()
-  opened = []
-  for (const x of list) {
-    if (x instanceof Worker) await x.close(true)
-    else await x.close()
-  }
-})
+const { track, mkQueue, mkWorker, mkEvents } = openTracker('bad', { Queue, Worker, QueueEvents }, afterEach)
 
 /**
  * The error `p` rejects with. It must be a promise (not a synchronous throw, which escapes while

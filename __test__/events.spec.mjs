@@ -1,15 +1,8 @@
 import { describe, it, expect, afterEach } from 'vitest'
 import { Queue, Worker, QueueEvents } from '../index.mjs'
-import { uniqueName, delay, once, collect, waitFor } from './helpers.mjs'
+import { uniqueName, delay, once, collect, waitFor, openTracker } from './helpers.mjs'
 
-const open = []
-function track(x) {
-  open.push(x)
-  return x
-}
-afterEach(async () => {
-  while (open.length) await open.pop().close(true)
-})
+const { track } = openTracker('t', { Queue, Worker, QueueEvents }, afterEach)
 
 function setup(prefix) {
   const name = uniqueName(prefix)

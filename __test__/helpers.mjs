@@ -45,3 +45,48 @@ export function collect(emitter, event, count, timeout = 5000) {
     emitter.on(event, on)
   })
 }
+
+/**
+ * Tracks what a test opens and closes it after each test (workers with force, so a held job
+ * cannot block). Returns makers that open and track in one step.
+ */
+export function openTracker(prefix, { Queue, Worker, QueueEvents }, afterEach) {
+  let opened = []
+  afterEach(async () => {
+    const list = opened.reverse()
+    opened = []
+    for (const x of list) await x.close(true)
+  })
+  const track = (x) => {
+    opened.push(x)
+    return x
+  }
+  return {
+    track,
+    mkQueue: (opts, name = uniqueName(prefix)) => track(new Queue(name, opts)),
+    mkWorker: (name, fn, opts) => track(new Worker(name, fn, opts)),
+    mkEvents: (name) => track(new QueueEvents(name)),
+  }
+}
+
+/** A promise a test resolves by hand (to hold a job active). */
+export function gate() {
+  let open
+  const p = new Promise((r) => {
+    open = r
+  })
+  return { p, open }
+}
+
+/** The error a promise rejects with; fails if it resolves. */
+export async function rejection(p) {
+  try {
+    await p
+  } catch (e) {
+    return e
+  }
+  throw new Error('expected a rejection, but the promise resolved')
+}
+
+export const ids = (jobs) => jobs.map((j) => j.id)
+export const names = (jobs) => jobs.map((j) => j.name)

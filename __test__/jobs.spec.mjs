@@ -2,48 +2,11 @@
 // retention (removeOnComplete / removeOnFail) and waitUntilFinished.
 import { describe, it, expect, afterEach } from 'vitest'
 import { Queue, Worker, QueueEvents, Job, QueueError } from '../index.mjs'
-import { uniqueName, waitFor, once, collect } from './helpers.mjs'
+import { uniqueName, waitFor, once, collect, openTracker, gate, rejection, ids, names } from './helpers.mjs'
 
 // Everything opened by a test, closed after it (workers with force, so a held job cannot block).
-let opened = []
-function track(x) {
-  opened.push(x)
-  return x
-}
-const mkQueue = (opts) => track(new Queue(uniqueName('jobs'), opts))
-const mkWorker = (name, fn, opts) => track(new Worker(name, fn, opts))
-const mkEvents = (name) => track(new QueueEvents(name))
+const { track, mkQueue, mkWorker, mkEvents } = openTracker('jobs', { Queue, Worker, QueueEvents }, afterEach)
 
-afterEach(async () => {
-  const list = opened.reverse()
-  opened = []
-  for (const x of list) {
-    if (x instanceof Worker) await x.close(true)
-    else await x.close()
-  }
-})
-
-/** A promise a test resolves by hand (to hold a job active). */
-function gate() {
-  let open
-  const p = new Promise((r) => {
-    open = r
-  })
-  return { p, open }
-}
-
-/** The error a promise rejects with; fails if it resolves. */
-async function rejection(p) {
-  try {
-    await p
-  } catch (e) {
-    return e
-  }
-  throw new Error('expected a rejection, but the promise resolved')
-}
-
-const ids = (jobs) => jobs.map((j) => j.id)
-const names = (jobs) => jobs.map((j) => j.name)
 
 describe('Job#updateProgress', () => {
   it('stores the progress, visible through getJob', async () => {

@@ -1,15 +1,8 @@
 import { describe, it, expect, afterEach } from 'vitest'
-import { Queue, Worker, UnrecoverableError } from '../index.mjs'
-import { uniqueName, delay, waitFor, once, collect } from './helpers.mjs'
+import { Queue, Worker, QueueEvents, UnrecoverableError } from '../index.mjs'
+import { uniqueName, delay, waitFor, once, collect, openTracker } from './helpers.mjs'
 
-const open = []
-function track(x) {
-  open.push(x)
-  return x
-}
-afterEach(async () => {
-  while (open.length) await open.pop().close(true)
-})
+const { track } = openTracker('t', { Queue, Worker, QueueEvents }, afterEach)
 
 function setup(prefix) {
   const name = uniqueName(prefix)
