@@ -42,6 +42,25 @@ pub enum EngineError {
     /// `obliterate` without `force` on a queue with active jobs.
     #[error("queue \"{queue}\" has {active} active job(s); pass {{ force: true }} to obliterate it anyway")]
     QueueActive { queue: String, active: usize },
+    /// Another engine (in this or another process) holds the database file.
+    #[error("{0} is in use by another ferroqueue engine (one engine per file)")]
+    StorageLocked(String),
+    /// The file exists but is not a ferroqueue database; it was left untouched.
+    #[error("{path} is not a ferroqueue database ({reason}); it was left untouched")]
+    StorageForeign { path: String, reason: String },
+    /// The file was written by a newer ferroqueue.
+    #[error("{path} has schema version {found}, newer than this ferroqueue supports ({supported}); it was left untouched")]
+    StorageVersion {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
+    /// The database is damaged.
+    #[error("{path} is corrupt ({reason}); it was left untouched")]
+    StorageCorrupt { path: String, reason: String },
+    /// Reading or writing the database failed.
+    #[error("storage error on {path}: {reason}")]
+    StorageIo { path: String, reason: String },
     /// A bug: an invariant did not hold. Never expected.
     #[error("internal error: {0}")]
     Internal(String),
@@ -57,6 +76,11 @@ impl EngineError {
             EngineError::InvalidState { .. } => "ERR_JOB_STATE",
             EngineError::JobLocked(_) => "ERR_JOB_LOCKED",
             EngineError::QueueActive { .. } => "ERR_QUEUE_ACTIVE",
+            EngineError::StorageLocked(_) => "ERR_STORAGE_LOCKED",
+            EngineError::StorageForeign { .. } => "ERR_STORAGE_FOREIGN",
+            EngineError::StorageVersion { .. } => "ERR_STORAGE_VERSION",
+            EngineError::StorageCorrupt { .. } => "ERR_STORAGE_CORRUPT",
+            EngineError::StorageIo { .. } => "ERR_STORAGE_IO",
             EngineError::Internal(_) => "ERR_INTERNAL",
         }
     }

@@ -6,6 +6,7 @@
 //!   and the shard that owns a set of queues. No I/O and no clock of its own: time is passed in.
 //! - [`application`]: the [`Engine`]: shards behind locks, async pulls, the delayed-job timer and
 //!   the event hub that fans transitions out to listeners.
+//! - [`storage`]: optional SQLite persistence (one file per engine, group commit, recovery).
 //!
 //! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
 //! parses them.
@@ -14,6 +15,7 @@ pub mod application;
 pub mod clock;
 pub mod domain;
 pub mod error;
+pub mod storage;
 pub mod structures;
 
 pub use application::engine::{Ack, Engine, EngineConfig, QueueRef};

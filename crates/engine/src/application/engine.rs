@@ -4,11 +4,12 @@
 //! Shard count: the next power of two >= available cores, capped at 64; a queue lives in shard
 //! `fnv1a(name) & mask`. No lock is ever held across an `.await`.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::events::{EventHub, Notifier};
 use super::timer::Timer;
@@ -16,9 +17,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::event::{write_events_json, Event};
 use crate::domain::job::JobKey;
 use crate::domain::options::KeepJobs;
+use crate::domain::persist::StorageOp;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::shard::{Shard, ShardTotals};
 use crate::error::{EngineError, Result};
+use crate::storage::Storage;
 use crate::structures::fnv1a;
 
 /// Most shards an engine uses.
@@ -34,6 +37,10 @@ pub struct EngineConfig {
     pub clock: Arc<dyn Clock>,
     /// Whether to run the delayed-job timer thread (off for tests that drive the clock).
     pub timer: bool,
+    /// The SQLite file that makes the engine durable; in memory when `None`.
+    pub path: Option<PathBuf>,
+    /// Fsync every commit (`synchronous=FULL`): survives power loss, not only a crash.
+    pub sync_full: bool,
 }
 
 impl Default for EngineConfig {
@@ -42,6 +49,8 @@ impl Default for EngineConfig {
             shards: None,
             clock: Arc::new(SystemClock),
             timer: true,
+            path: None,
+            sync_full: false,
         }
     }
 }
@@ -79,11 +88,17 @@ pub(super) struct Inner {
     pub(super) hub: EventHub,
     timer: Arc<Timer>,
     closed: AtomicBool,
+    pub(super) storage: Option<Storage>,
+    commit_notifier: RwLock<Option<Notifier>>,
+    commit_scheduled: AtomicBool,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.timer.stop();
+        if let Some(s) = &self.storage {
+            s.close();
+        }
     }
 }
 
@@ -105,15 +120,49 @@ impl Engine {
             .clamp(1, MAX_SHARDS)
             .next_power_of_two()
             .min(MAX_SHARDS);
-        let shards = (0..count).map(|_| Mutex::new(Shard::default())).collect();
+        let mask = count - 1;
+        let (storage, snapshot) = match &config.path {
+            Some(p) => {
+                let (s, snap) = Storage::open(p, config.sync_full)?;
+                (Some(s), Some(snap))
+            }
+            None => (None, None),
+        };
+        let persist = storage.is_some();
+        let mut shards: Vec<Shard> = (0..count).map(|_| Shard::new(persist)).collect();
+        let mut recovery_ops: Vec<StorageOp> = Vec::new();
+        let mut wake_at: Option<u64> = None;
+        if let Some(snap) = snapshot {
+            let now = config.clock.now_ms();
+            for (name, (meta, rows)) in snap.queues {
+                let mut q = QueueState::restore(Arc::from(name.as_str()), meta, rows, now);
+                q.take_storage_ops(&mut recovery_ops);
+                if let Some(d) = q.next_due() {
+                    wake_at = Some(wake_at.map_or(d, |w| w.min(d)));
+                }
+                shards[fnv1a(name.as_bytes()) as usize & mask].insert_restored(q);
+            }
+        }
         let inner = Arc::new(Inner {
-            shards,
-            mask: count - 1,
+            shards: shards.into_iter().map(Mutex::new).collect(),
+            mask,
             clock: config.clock.clone(),
             hub: EventHub::default(),
             timer: Timer::new(),
             closed: AtomicBool::new(false),
+            storage,
+            commit_notifier: RwLock::new(None),
+            commit_scheduled: AtomicBool::new(false),
         });
+        if let Some(s) = &inner.storage {
+            let weak: Weak<Inner> = Arc::downgrade(&inner);
+            s.set_on_commit(Arc::new(move |seq| {
+                if let Some(i) = weak.upgrade() {
+                    i.committed(seq);
+                }
+            }));
+            s.submit(&mut recovery_ops);
+        }
         if config.timer {
             inner
                 .timer
@@ -121,6 +170,9 @@ impl Engine {
                 .map_err(|e| {
                     EngineError::Internal(format!("cannot start the timer thread: {e}"))
                 })?;
+        }
+        if let Some(at) = wake_at {
+            inner.timer.schedule(at);
         }
         Ok(Engine { inner })
     }
@@ -172,11 +224,18 @@ impl Engine {
     ) -> R {
         let mut fx = Effects::default();
         let now = self.now();
-        let r = {
+        let (r, seq) = {
             let mut shard = self.inner.shards[q.shard].lock();
-            shard.with_queue(&q.name, |qs| f(qs, now, &mut fx))
+            let mut ops = Vec::new();
+            let r = shard.with_queue(&q.name, |qs| {
+                let r = f(qs, now, &mut fx);
+                qs.take_storage_ops(&mut ops);
+                r
+            });
+            // Submitted under the shard lock, so storage sees a queue's changes in their order.
+            (r, self.inner.submit(&mut ops))
         };
-        self.inner.after(fx);
+        self.inner.after(fx, seq);
         r
     }
 
@@ -320,9 +379,66 @@ impl Engine {
         t
     }
 
-    /// Marks the engine closed (no effect on the in-memory state; later engines may flush).
+    /// Closes the engine: a durable one commits what is queued, checkpoints the WAL and releases
+    /// the file. Idempotent.
     pub fn close(&self) {
-        self.inner.closed.store(true, Ordering::Release);
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(s) = &self.inner.storage {
+            s.close();
+        }
+    }
+
+    /// Whether [`Engine::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether the engine writes to a database file.
+    pub fn is_durable(&self) -> bool {
+        self.inner.storage.is_some()
+    }
+
+    /// Sequence number of the latest change handed to storage (0 in memory). A change is durable
+    /// once [`Engine::committed`] reaches the sequence number read after making it.
+    pub fn submitted(&self) -> u64 {
+        self.inner.storage.as_ref().map_or(0, Storage::submitted)
+    }
+
+    /// Everything up to this sequence number is committed.
+    pub fn committed(&self) -> u64 {
+        self.inner.storage.as_ref().map_or(0, Storage::committed)
+    }
+
+    /// The storage failure that stopped writes, if any.
+    pub fn storage_failure(&self) -> Option<EngineError> {
+        self.inner.storage.as_ref().and_then(Storage::failure)
+    }
+
+    /// Makes every later commit fsync (durability `fsync`).
+    pub fn require_fsync(&self) {
+        if let Some(s) = &self.inner.storage {
+            s.require_fsync();
+        }
+    }
+
+    /// Sets the function called (on the writer thread, coalesced) after commits; the callee reads
+    /// [`Engine::take_commit_notice`].
+    pub fn set_commit_notifier(&self, n: Option<Notifier>) {
+        *self.inner.commit_notifier.write() = n;
+    }
+
+    /// Re-arms the commit notifier and returns the committed sequence number.
+    pub fn take_commit_notice(&self) -> u64 {
+        self.inner.commit_scheduled.store(false, Ordering::Release);
+        self.committed()
+    }
+
+    /// Takes the ids of jobs found active at recovery (reported once as `stalled`).
+    pub fn take_stalled(&self, q: &QueueRef) -> Vec<String> {
+        let mut shard = self.inner.shards[q.shard].lock();
+        shard.with_queue(&q.name, |qs| std::mem::take(&mut qs.stalled))
     }
 
     /// Key of a job by id, for tests and callers that cache keys.
@@ -332,12 +448,30 @@ impl Engine {
 }
 
 impl Inner {
-    /// Hands effects out after the shard lock is released.
-    fn after(&self, fx: Effects) {
+    /// Hands effects out after the shard lock is released; events wait for write `seq`.
+    fn after(&self, fx: Effects, seq: u64) {
         if let Some(at) = fx.wake_at {
             self.timer.schedule(at);
         }
-        self.hub.publish(fx.events);
+        self.hub.publish_at(fx.events, seq);
+    }
+
+    /// Hands operations to storage (no-op in memory); returns their sequence number.
+    fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
+        match &self.storage {
+            Some(s) if !ops.is_empty() => s.submit(ops),
+            _ => 0,
+        }
+    }
+
+    /// Runs on the writer thread after each commit.
+    fn committed(&self, seq: u64) {
+        self.hub.release(seq);
+        if !self.commit_scheduled.swap(true, Ordering::AcqRel) {
+            if let Some(n) = self.commit_notifier.read().clone() {
+                n();
+            }
+        }
     }
 
     /// Promotes due jobs in every shard; returns the earliest run-at left.
@@ -346,10 +480,16 @@ impl Inner {
         for shard in self.shards.iter() {
             let mut fx = Effects::default();
             let now = self.clock.now_ms();
-            let n = shard.lock().each_delayed(|q| {
-                q.promote_due(now, &mut fx);
-            });
-            self.hub.publish(fx.events);
+            let mut ops = Vec::new();
+            let (n, seq) = {
+                let mut guard = shard.lock();
+                let n = guard.each_delayed(|q| {
+                    q.promote_due(now, &mut fx);
+                    q.take_storage_ops(&mut ops);
+                });
+                (n, self.submit(&mut ops))
+            };
+            self.hub.publish_at(fx.events, seq);
             if let Some(n) = n {
                 next = Some(next.map_or(n, |m| m.min(n)));
             }

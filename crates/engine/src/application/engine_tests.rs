@@ -24,6 +24,7 @@ fn engine() -> (Engine, Arc<MockClock>) {
         clock: clock.clone(),
         timer: false,
         shards: Some(4),
+        ..Default::default()
     };
     (Engine::new(config).unwrap(), clock)
 }

@@ -1,7 +1,12 @@
 //! The event hub: transitions of queues with listeners are buffered here and handed out in
 //! batches. The first event after a drain calls the notifier once (the binding turns that into
 //! one JS callback per batch); more events before the next drain only join the buffer.
+//!
+//! On a durable engine, events wait for the group commit that holds their change
+//! ([`EventHub::publish_at`] / [`EventHub::release`]), so a listener never hears of an outcome that
+//! a crash could still undo.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -16,11 +21,49 @@ pub type Notifier = Arc<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 pub struct EventHub {
     buf: Mutex<Vec<Event>>,
+    held: Mutex<Held>,
     scheduled: AtomicBool,
     notifier: RwLock<Option<Notifier>>,
 }
 
+/// Events waiting for their commit.
+#[derive(Default)]
+struct Held {
+    committed: u64,
+    batches: VecDeque<(u64, Vec<Event>)>,
+}
+
 impl EventHub {
+    /// Publishes `events` once everything up to write `seq` is committed (at once for 0).
+    pub fn publish_at(&self, events: Vec<Event>, seq: u64) {
+        if events.is_empty() {
+            return;
+        }
+        {
+            let mut h = self.held.lock();
+            if seq > h.committed {
+                h.batches.push_back((seq, events));
+                return;
+            }
+        }
+        self.publish(events);
+    }
+
+    /// Everything up to `committed` is durable: publishes the events that waited for it.
+    pub fn release(&self, committed: u64) {
+        let mut ready = Vec::new();
+        {
+            let mut h = self.held.lock();
+            h.committed = h.committed.max(committed);
+            while h.batches.front().is_some_and(|(s, _)| *s <= h.committed) {
+                if let Some((_, evs)) = h.batches.pop_front() {
+                    ready.extend(evs);
+                }
+            }
+        }
+        self.publish(ready);
+    }
+
     /// Sets (or clears) the notifier.
     pub fn set_notifier(&self, n: Option<Notifier>) {
         *self.notifier.write() = n;

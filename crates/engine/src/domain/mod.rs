@@ -4,9 +4,12 @@
 pub mod event;
 pub mod job;
 pub mod options;
+pub mod persist;
 pub mod queue;
 mod queue_admin;
 pub mod queue_read;
+mod restore;
+pub use restore::STALLED_REASON;
 pub mod shard;
 pub mod waiters;
 

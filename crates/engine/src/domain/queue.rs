@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::event::{Event, EventKind};
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::options::{JobOptions, KeepJobs};
+use super::persist::{Dirty, EXTRA, NEW, STATE};
 use super::waiters::WaiterQueue;
 use crate::structures::{DelayedHeap, IndexedHeap};
 
@@ -104,15 +105,15 @@ pub struct QueueState {
     pub(super) custom_ids: FxHashMap<Box<str>, JobKey>,
     names: FxHashSet<Arc<str>>,
     pub(super) last_auto_id: u64,
-    custom_seq: u64,
-    order_seq: i64,
+    pub(super) custom_seq: u64,
+    pub(super) order_seq: i64,
     pub(super) ready: IndexedHeap<JobKey, (u32, i64)>,
     pub(super) prioritized: usize,
     pub(super) delayed: DelayedHeap<JobKey>,
     pub(super) active: BTreeMap<u64, JobKey>,
     pub(super) completed: BTreeMap<u64, JobKey>,
     pub(super) failed: BTreeMap<u64, JobKey>,
-    state_seq: u64,
+    pub(super) state_seq: u64,
     pub(super) lock_seq: u64,
     pub(super) paused: bool,
     /// Long-poll waiters of this queue.
@@ -121,6 +122,10 @@ pub struct QueueState {
     pub listeners: u32,
     /// Source of jitter for backoff (xorshift).
     rng: u64,
+    /// Changes not yet handed to storage (durable engines only).
+    pub(super) dirty: Dirty,
+    /// Ids of jobs found active at recovery and put back (reported as `stalled`).
+    pub stalled: Vec<String>,
 }
 
 impl QueueState {
@@ -147,6 +152,8 @@ impl QueueState {
             waiters: WaiterQueue::default(),
             listeners: 0,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            dirty: Dirty::default(),
+            stalled: Vec::new(),
         }
     }
 
@@ -198,6 +205,8 @@ impl QueueState {
                 self.last_auto_id
             }
         };
+        self.touch(key, NEW);
+        self.touch_meta();
         let name = self.intern(&job.name);
         let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
         record.opts_json = job.opts_json;
@@ -238,6 +247,7 @@ impl QueueState {
         } else {
             self.order_seq
         };
+        self.touch(key, STATE);
         let Some(job) = self.jobs.get_mut(&key) else {
             return;
         };
@@ -252,6 +262,7 @@ impl QueueState {
 
     /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
     pub(super) fn unready(&mut self, key: JobKey) -> bool {
+        self.touch(key, STATE);
         match self.ready.remove(&key) {
             Some((priority, _)) => {
                 if priority > 0 {
@@ -303,6 +314,7 @@ impl QueueState {
             self.lock_seq += 1;
             let lock = self.lock_seq;
             let seq = self.next_state_seq();
+            self.touch(key, STATE);
             let Some(job) = self.jobs.get_mut(&key) else {
                 continue;
             };
@@ -348,6 +360,9 @@ impl QueueState {
         }
         let active_seq = job.state_seq;
         self.active.remove(&active_seq);
+        if self.dirty.persist {
+            self.dirty.jobs.push((key, STATE | EXTRA));
+        }
         match outcome {
             Outcome::Released => {
                 self.push_ready(key, true);
@@ -516,6 +531,7 @@ impl QueueState {
 
     /// Drops a job that is already out of every state structure.
     pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
+        self.touch(key, STATE);
         let job = self.jobs.remove(&key)?;
         if let Some(id) = &job.custom_id {
             self.custom_ids.remove(id);

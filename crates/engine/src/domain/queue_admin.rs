@@ -3,6 +3,7 @@
 
 use super::event::EventKind;
 use super::job::{JobKey, JobState};
+use super::persist::{DATA, EXTRA, STATE};
 use super::queue::{id_of, Effects, QueueState};
 use super::queue_read::StateFilter;
 use crate::error::{EngineError, Result};
@@ -31,6 +32,7 @@ impl QueueState {
     pub fn pause(&mut self, fx: &mut Effects) {
         if !self.paused {
             self.paused = true;
+            self.touch_meta();
             self.emit(fx, || EventKind::Paused);
         }
     }
@@ -39,6 +41,7 @@ impl QueueState {
     pub fn resume(&mut self, fx: &mut Effects) {
         if self.paused {
             self.paused = false;
+            self.touch_meta();
             let n = self.ready.len();
             if n > 0 {
                 self.waiters.notify(n);
@@ -119,6 +122,9 @@ impl QueueState {
         }
         let mut fresh = QueueState::new(self.name.clone());
         std::mem::swap(&mut fresh.waiters, &mut self.waiters);
+        fresh.dirty.persist = self.dirty.persist;
+        fresh.dirty.wipe = true;
+        fresh.dirty.meta = fresh.dirty.persist;
         fresh.listeners = self.listeners;
         // Ids restart at 1, so tokens must not: an activation from before the obliterate must
         // never match a new job that reuses its id.
@@ -174,6 +180,7 @@ impl QueueState {
     ) -> Result<()> {
         let key = self.existing(id)?;
         let ev = (self.listeners > 0).then(|| progress.clone());
+        self.touch(key, EXTRA);
         if let Some(job) = self.jobs.get_mut(&key) {
             job.extra_mut().progress = Some(progress);
         }
@@ -189,6 +196,7 @@ impl QueueState {
     /// Appends a log row; returns the number of rows. `keep` > 0 keeps only the newest rows.
     pub fn add_log(&mut self, id: &str, row: Box<str>, keep: usize) -> Result<usize> {
         let key = self.existing(id)?;
+        self.touch(key, EXTRA);
         let job = self
             .jobs
             .get_mut(&key)
@@ -225,6 +233,7 @@ impl QueueState {
     /// Replaces a job's data (JSON text).
     pub fn update_data(&mut self, id: &str, data: Box<str>) -> Result<()> {
         let key = self.existing(id)?;
+        self.touch(key, DATA);
         if let Some(job) = self.jobs.get_mut(&key) {
             job.data = data;
         }
@@ -236,6 +245,7 @@ impl QueueState {
     pub fn change_priority(&mut self, id: &str, priority: u32, lifo: bool) -> Result<()> {
         let key = self.existing(id)?;
         let was_ready = self.unready(key);
+        self.touch(key, STATE);
         if let Some(job) = self.jobs.get_mut(&key) {
             job.priority = priority;
         }
@@ -251,6 +261,7 @@ impl QueueState {
         self.expect_state(key, JobState::Delayed, "changeDelay")?;
         let run_at = now.saturating_add(delay);
         self.delayed.insert(key, run_at);
+        self.touch(key, STATE);
         if let Some(job) = self.jobs.get_mut(&key) {
             job.delay = delay;
         }
@@ -299,6 +310,7 @@ impl QueueState {
         self.expect_state(key, from, "retry")?;
         let seq = self.jobs.get(&key).map_or(0, |j| j.state_seq);
         self.finished_set(from).remove(&seq);
+        self.touch(key, STATE | EXTRA);
         if let Some(job) = self.jobs.get_mut(&key) {
             job.finished_on = 0;
             job.processed_on = 0;

@@ -22,9 +22,28 @@ pub struct ShardTotals {
 pub struct Shard {
     queues: FxHashMap<Arc<str>, QueueState>,
     totals: ShardTotals,
+    /// New queues persist their changes (durable engine).
+    persist: bool,
 }
 
 impl Shard {
+    /// An empty shard; with `persist`, its queues record changes for storage.
+    pub fn new(persist: bool) -> Shard {
+        Shard {
+            persist,
+            ..Shard::default()
+        }
+    }
+
+    /// Adds a queue rebuilt from storage.
+    pub fn insert_restored(&mut self, q: QueueState) {
+        let (r, d, a) = q.tallies();
+        self.totals.ready += r;
+        self.totals.delayed += d;
+        self.totals.active += a;
+        self.queues.insert(q.name.clone(), q);
+    }
+
     /// A queue, if it was ever touched.
     pub fn queue(&self, name: &str) -> Option<&QueueState> {
         self.queues.get(name)
@@ -32,10 +51,12 @@ impl Shard {
 
     /// Runs `f` on a queue, creating it empty on first use, and keeps the totals right.
     pub fn with_queue<R>(&mut self, name: &Arc<str>, f: impl FnOnce(&mut QueueState) -> R) -> R {
-        let q = self
-            .queues
-            .entry(name.clone())
-            .or_insert_with(|| QueueState::new(name.clone()));
+        let persist = self.persist;
+        let q = self.queues.entry(name.clone()).or_insert_with(|| {
+            let mut q = QueueState::new(name.clone());
+            q.set_persist(persist);
+            q
+        });
         let before = q.tallies();
         let r = f(q);
         let after = q.tallies();

@@ -1,0 +1,262 @@
+//! What a durable queue must write: operations record which jobs they touched (`touch`) and
+//! whether the queue's own row changed; at the end of each engine call the touched jobs are
+//! snapshotted into [`StorageOp`]s, in order, for the storage writer. Pure data, no I/O. On an
+//! in-memory engine `persist` is off and `touch` returns at once.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::job::{push_json_str, Job, JobKey, JobState};
+use super::queue::QueueState;
+
+/// The job row is new: insert every column.
+pub const NEW: u8 = 1;
+/// State columns changed (state, priority, delay, run-at, order, timestamps, attempts).
+pub const STATE: u8 = 2;
+/// Progress, return value, failure, stack trace or logs changed.
+pub const EXTRA: u8 = 4;
+/// The payload changed.
+pub const DATA: u8 = 8;
+
+/// A job's state columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateCols {
+    pub state: JobState,
+    pub priority: u32,
+    pub delay: u64,
+    /// Run-at of a delayed job, 0 otherwise.
+    pub run_at: u64,
+    /// Position key of a ready job in its priority (negative for lifo), 0 otherwise.
+    pub ord: i64,
+    /// Order within its state (active/completed/failed).
+    pub seq: u64,
+    pub processed_on: u64,
+    pub finished_on: u64,
+    pub attempts_made: u32,
+    pub attempts_started: u32,
+}
+
+/// A job's rarely changing columns; texts are JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraCols {
+    pub progress: Option<Box<str>>,
+    pub returnvalue: Option<Box<str>>,
+    pub failed_reason: Option<Box<str>>,
+    /// JSON array, `None` when empty.
+    pub stacktrace: Option<String>,
+    /// JSON array, `None` when empty.
+    pub logs: Option<String>,
+}
+
+/// A whole job row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub key: JobKey,
+    pub custom_id: Option<Box<str>>,
+    pub name: Arc<str>,
+    pub data: Box<str>,
+    pub opts: Option<Box<str>>,
+    pub timestamp: u64,
+    pub state: StateCols,
+    pub extra: ExtraCols,
+}
+
+/// The queue's own row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueRow {
+    pub last_auto_id: u64,
+    pub custom_seq: u64,
+    pub paused: bool,
+}
+
+/// One write for the storage layer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StorageOp {
+    Insert(Arc<str>, Box<JobRow>),
+    State(Arc<str>, JobKey, StateCols),
+    Extra(Arc<str>, JobKey, Box<ExtraCols>),
+    Data(Arc<str>, JobKey, Box<str>),
+    Delete(Arc<str>, JobKey),
+    Queue(Arc<str>, QueueRow),
+    /// Delete every job of the queue (obliterate).
+    Wipe(Arc<str>),
+}
+
+impl StorageOp {
+    /// The queue an op belongs to.
+    pub fn queue(&self) -> &Arc<str> {
+        match self {
+            StorageOp::Insert(q, _)
+            | StorageOp::State(q, ..)
+            | StorageOp::Extra(q, ..)
+            | StorageOp::Data(q, ..)
+            | StorageOp::Delete(q, _)
+            | StorageOp::Queue(q, _)
+            | StorageOp::Wipe(q) => q,
+        }
+    }
+}
+
+/// Dirty tracking of one queue.
+#[derive(Debug, Default)]
+pub struct Dirty {
+    pub persist: bool,
+    pub jobs: Vec<(JobKey, u8)>,
+    pub meta: bool,
+    pub wipe: bool,
+}
+
+fn json_array(items: &[Box<str>]) -> Option<String> {
+    if items.is_empty() {
+        return None;
+    }
+    let mut s = String::from("[");
+    for (i, it) in items.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        push_json_str(&mut s, it);
+    }
+    s.push(']');
+    Some(s)
+}
+
+impl QueueState {
+    /// Records that job `key` changed (`flags`: [`NEW`], [`STATE`], [`EXTRA`], [`DATA`]).
+    #[inline]
+    pub(super) fn touch(&mut self, key: JobKey, flags: u8) {
+        if self.dirty.persist {
+            self.dirty.jobs.push((key, flags));
+        }
+    }
+
+    /// Records that the queue's own row changed.
+    #[inline]
+    pub(super) fn touch_meta(&mut self) {
+        if self.dirty.persist {
+            self.dirty.meta = true;
+        }
+    }
+
+    /// Whether this queue persists its changes.
+    pub fn persists(&self) -> bool {
+        self.dirty.persist
+    }
+
+    /// Turns persistence on (durable engines) or off.
+    pub fn set_persist(&mut self, on: bool) {
+        self.dirty.persist = on;
+    }
+
+    fn state_cols(&self, job: &Job) -> StateCols {
+        StateCols {
+            state: job.state,
+            priority: job.priority,
+            delay: job.delay,
+            run_at: self.delayed.get(&job.key).unwrap_or(0),
+            ord: self.ready.get(&job.key).map_or(0, |(_, o)| o),
+            seq: job.state_seq,
+            processed_on: job.processed_on,
+            finished_on: job.finished_on,
+            attempts_made: job.attempts_made,
+            attempts_started: job.attempts_started,
+        }
+    }
+
+    fn extra_cols(job: &Job) -> ExtraCols {
+        match job.extra.as_deref() {
+            None => ExtraCols {
+                progress: None,
+                returnvalue: None,
+                failed_reason: None,
+                stacktrace: None,
+                logs: None,
+            },
+            Some(e) => ExtraCols {
+                progress: e.progress.clone(),
+                returnvalue: e.returnvalue.clone(),
+                failed_reason: e.failed_reason.clone(),
+                stacktrace: json_array(&e.stacktrace),
+                logs: json_array(&e.logs),
+            },
+        }
+    }
+
+    /// The full row of a job.
+    pub fn job_row(&self, job: &Job) -> JobRow {
+        JobRow {
+            key: job.key,
+            custom_id: job.custom_id.clone(),
+            name: job.name.clone(),
+            data: job.data.clone(),
+            opts: job.opts_json.clone(),
+            timestamp: job.timestamp,
+            state: self.state_cols(job),
+            extra: Self::extra_cols(job),
+        }
+    }
+
+    /// Snapshots everything touched since the last call into storage operations, in order.
+    pub fn take_storage_ops(&mut self, out: &mut Vec<StorageOp>) {
+        if !self.dirty.persist {
+            return;
+        }
+        let q = self.name.clone();
+        if std::mem::take(&mut self.dirty.wipe) {
+            out.push(StorageOp::Wipe(q.clone()));
+        }
+        if std::mem::take(&mut self.dirty.meta) {
+            out.push(StorageOp::Queue(
+                q.clone(),
+                QueueRow {
+                    last_auto_id: self.last_auto_id,
+                    custom_seq: self.custom_seq,
+                    paused: self.paused,
+                },
+            ));
+        }
+        let touched = std::mem::take(&mut self.dirty.jobs);
+        if touched.is_empty() {
+            return;
+        }
+        // Merge flags per job, keeping the order of first touch.
+        let mut order: Vec<JobKey> = Vec::with_capacity(touched.len());
+        let mut flags: FxHashMap<JobKey, u8> = FxHashMap::default();
+        for (k, f) in touched {
+            let e = flags.entry(k).or_insert_with(|| {
+                order.push(k);
+                0
+            });
+            *e |= f;
+        }
+        for k in order {
+            let f = flags.get(&k).copied().unwrap_or(0);
+            match self.jobs.get(&k) {
+                None => {
+                    if f & NEW == 0 {
+                        out.push(StorageOp::Delete(q.clone(), k));
+                    }
+                }
+                Some(job) if f & NEW != 0 => {
+                    out.push(StorageOp::Insert(q.clone(), Box::new(self.job_row(job))));
+                }
+                Some(job) => {
+                    if f & STATE != 0 {
+                        out.push(StorageOp::State(q.clone(), k, self.state_cols(job)));
+                    }
+                    if f & EXTRA != 0 {
+                        out.push(StorageOp::Extra(
+                            q.clone(),
+                            k,
+                            Box::new(Self::extra_cols(job)),
+                        ));
+                    }
+                    if f & DATA != 0 {
+                        out.push(StorageOp::Data(q.clone(), k, job.data.clone()));
+                    }
+                }
+            }
+        }
+    }
+}

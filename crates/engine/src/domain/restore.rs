@@ -1,0 +1,137 @@
+//! Rebuilding a queue from its stored rows at open (recovery): heaps in priority order, the
+//! delayed heap, the finished sets, counters and id sequences. Jobs found `active` belonged to a
+//! process that died: each counts one attempt and goes back to the head of waiting, or to failed
+//! when its attempts are spent; their ids are kept for the `stalled` event.
+
+use std::sync::Arc;
+
+use super::job::{Job, JobExtra, JobState, CUSTOM_KEY_BIT};
+use super::options::JobOptions;
+use super::persist::{JobRow, QueueRow, EXTRA, STATE};
+use super::queue::QueueState;
+
+/// Failure reason of a job that was active when its process stopped.
+pub const STALLED_REASON: &str = "job stalled: the process stopped while the job was active";
+
+fn parse_array(text: Option<&str>) -> Vec<Box<str>> {
+    text.and_then(|t| serde_json::from_str::<Vec<String>>(t).ok())
+        .map(|v| v.into_iter().map(Into::into).collect())
+        .unwrap_or_default()
+}
+
+fn job_of(row: JobRow) -> Job {
+    let opts = row
+        .opts
+        .as_deref()
+        .and_then(|t| JobOptions::from_json(t).ok())
+        .unwrap_or_default();
+    let mut job = Job::new(row.key, row.name, row.data, &opts, row.timestamp);
+    job.custom_id = row.custom_id;
+    job.opts_json = row.opts;
+    let s = row.state;
+    job.state = s.state;
+    job.priority = s.priority;
+    job.delay = s.delay;
+    job.processed_on = s.processed_on;
+    job.finished_on = s.finished_on;
+    job.attempts_made = s.attempts_made;
+    job.attempts_started = s.attempts_started;
+    job.state_seq = s.seq;
+    let e = row.extra;
+    let stacktrace = parse_array(e.stacktrace.as_deref());
+    let logs = parse_array(e.logs.as_deref());
+    if e.progress.is_some()
+        || e.returnvalue.is_some()
+        || e.failed_reason.is_some()
+        || !stacktrace.is_empty()
+        || !logs.is_empty()
+    {
+        job.extra = Some(Box::new(JobExtra {
+            progress: e.progress,
+            returnvalue: e.returnvalue,
+            failed_reason: e.failed_reason,
+            stacktrace,
+            logs,
+        }));
+    }
+    job
+}
+
+impl QueueState {
+    /// Rebuilds a durable queue from its rows. `now` stamps jobs failed for stalling.
+    pub fn restore(
+        name: Arc<str>,
+        meta: Option<QueueRow>,
+        rows: Vec<JobRow>,
+        now: u64,
+    ) -> QueueState {
+        let mut q = QueueState::new(name);
+        q.set_persist(true);
+        if let Some(m) = meta {
+            q.last_auto_id = m.last_auto_id;
+            q.custom_seq = m.custom_seq;
+            q.paused = m.paused;
+        }
+        let mut stalled = Vec::new();
+        for row in rows {
+            let (run_at, ord) = (row.state.run_at, row.state.ord);
+            let job = job_of(row);
+            let key = job.key;
+            if let Some(id) = &job.custom_id {
+                q.custom_ids.insert(id.clone(), key);
+                q.custom_seq = q.custom_seq.max(key & !CUSTOM_KEY_BIT);
+            } else {
+                q.last_auto_id = q.last_auto_id.max(key);
+            }
+            q.state_seq = q.state_seq.max(job.state_seq);
+            q.order_seq = q.order_seq.max(ord.unsigned_abs() as i64);
+            match job.state {
+                JobState::Waiting | JobState::Prioritized | JobState::WaitingChildren => {
+                    if job.priority > 0 {
+                        q.prioritized += 1;
+                    }
+                    q.ready.push(key, (job.priority, ord));
+                }
+                JobState::Delayed => {
+                    q.delayed.insert(key, run_at);
+                }
+                JobState::Active => stalled.push((job.state_seq, key)),
+                JobState::Completed => {
+                    q.completed.insert(job.state_seq, key);
+                }
+                JobState::Failed => {
+                    q.failed.insert(job.state_seq, key);
+                }
+            }
+            q.jobs.insert(key, job);
+        }
+        // Latest activation first, so that pushing each to the head leaves the earliest first.
+        stalled.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, key) in stalled {
+            q.recover_stalled(key, now);
+        }
+        q.stalled.reverse();
+        q
+    }
+
+    fn recover_stalled(&mut self, key: u64, now: u64) {
+        let seq = self.next_state_seq();
+        let Some(job) = self.jobs.get_mut(&key) else {
+            return;
+        };
+        job.attempts_made += 1;
+        job.extra_mut().failed_reason = Some(STALLED_REASON.into());
+        let spent = job.attempts_made >= job.attempts();
+        let id = job.id_string();
+        if spent {
+            job.state = JobState::Failed;
+            job.finished_on = now;
+            job.state_seq = seq;
+            self.failed.insert(seq, key);
+        } else {
+            self.push_ready(key, true);
+        }
+        self.touch(key, STATE | EXTRA);
+        self.stalled.push(id);
+    }
+}

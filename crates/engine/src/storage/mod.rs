@@ -1,0 +1,97 @@
+//! SQLite persistence of a durable engine: one file, one engine (`flock`), one writer thread
+//! committing in groups, recovery at open. See `schema.rs` for the file format and pragmas.
+
+mod apply;
+pub mod recovery;
+pub mod schema;
+pub mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use crate::domain::persist::StorageOp;
+use crate::error::{EngineError, Result};
+pub use recovery::Snapshot;
+pub use writer::OnCommit;
+use writer::Writer;
+
+/// An open database: its lock, its writer.
+pub struct Storage {
+    path: PathBuf,
+    lock: Mutex<Option<File>>,
+    writer: Writer,
+}
+
+impl Storage {
+    /// Locks, opens (creating or migrating) and reads back the database at `path`.
+    ///
+    /// Errors: `ERR_STORAGE_LOCKED` when another engine holds the file, `ERR_STORAGE_FOREIGN`,
+    /// `ERR_STORAGE_VERSION` or `ERR_STORAGE_CORRUPT` for files we must not touch,
+    /// `ERR_STORAGE_IO` otherwise.
+    pub fn open(path: &Path, sync_full: bool) -> Result<(Storage, Snapshot)> {
+        let lock = schema::lock_file(path)?;
+        let conn = schema::open(path, &lock, sync_full)?;
+        let shown = path.display().to_string();
+        let snapshot = recovery::load(&conn).map_err(|e| schema::classify(&shown, e))?;
+        let writer = Writer::start(conn, path.to_path_buf(), sync_full).map_err(|e| {
+            EngineError::StorageIo {
+                path: shown,
+                reason: format!("cannot start the writer thread: {e}"),
+            }
+        })?;
+        Ok((
+            Storage {
+                path: path.to_path_buf(),
+                lock: Mutex::new(Some(lock)),
+                writer,
+            },
+            snapshot,
+        ))
+    }
+
+    /// The database path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues operations for the next group commit; returns their sequence number.
+    pub fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
+        self.writer.submit(ops)
+    }
+
+    /// Sequence number of the last submission.
+    pub fn submitted(&self) -> u64 {
+        self.writer.submitted()
+    }
+
+    /// Everything up to this sequence number is committed.
+    pub fn committed(&self) -> u64 {
+        self.writer.committed()
+    }
+
+    /// The write failure, if one happened.
+    pub fn failure(&self) -> Option<EngineError> {
+        self.writer.failure()
+    }
+
+    /// Runs `f` after each commit (on the writer thread).
+    pub fn set_on_commit(&self, f: OnCommit) {
+        self.writer.set_on_commit(f);
+    }
+
+    /// Makes every later commit fsync (durability `fsync`).
+    pub fn require_fsync(&self) {
+        self.writer.require_fsync();
+    }
+
+    /// Flushes, checkpoints, stops the writer and releases the file lock.
+    pub fn close(&self) {
+        self.writer.close();
+        self.lock.lock().take();
+    }
+}

@@ -1,0 +1,269 @@
+//! Durable engine tests: round trips through a real file, recovery of active jobs, the refusal of
+//! foreign, newer, corrupt and locked files.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::MockClock;
+use crate::domain::queue::{Added, NewJob, Outcome};
+use crate::{Ack, Engine, EngineConfig, JobOptions};
+
+fn open(path: &Path) -> crate::Result<Engine> {
+    Engine::new(EngineConfig {
+        clock: Arc::new(MockClock::new(1_000_000)),
+        timer: false,
+        path: Some(path.to_path_buf()),
+        ..EngineConfig::default()
+    })
+}
+
+fn settle(e: &Engine) {
+    let t = Instant::now();
+    while e.committed() < e.submitted() {
+        assert!(t.elapsed() < Duration::from_secs(5), "commit did not come");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn job(name: &str, data: &str, opts: &str) -> NewJob {
+    NewJob {
+        name: name.into(),
+        data: data.into(),
+        opts: JobOptions::from_json(opts).unwrap(),
+        opts_json: Some(opts.into()),
+        timestamp: 1_000_000,
+    }
+}
+
+fn ack_ok(e: &Engine, q: &crate::QueueRef, id: &str, token: u64, value: &str) {
+    e.ack_many(
+        q,
+        vec![Ack {
+            id: id.into(),
+            token,
+            outcome: Outcome::Completed(value.into()),
+            keep: None,
+        }],
+    );
+}
+
+#[test]
+fn state_survives_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    assert!(e.is_durable());
+    let q = e.queue_ref("mail").unwrap();
+    assert_eq!(e.add(&q, job("a", "{\"n\":1}", "{}")), Added::New(1));
+    assert_eq!(
+        e.add(&q, job("b", "{\"n\":2}", "{\"priority\":2}")),
+        Added::New(2)
+    );
+    assert_eq!(e.add(&q, job("c", "3", "{\"delay\":5000}")), Added::New(3));
+    assert!(matches!(
+        e.add(&q, job("d", "4", "{\"jobId\":\"custom\"}")),
+        Added::New(_)
+    ));
+    let (n, text) = e.take(&q, 1);
+    assert_eq!(n, 1);
+    let pulled: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let token = pulled[0]["token"].as_u64().unwrap();
+    ack_ok(&e, &q, "1", token, "{\"sent\":true}");
+    e.update_progress(&q, "2", "42").unwrap();
+    e.add_log(&q, "2", "hello", 0).unwrap();
+    e.pause(&q);
+    settle(&e);
+    let before: Vec<_> = ["1", "2", "3", "custom"]
+        .iter()
+        .map(|id| e.job_json(&q, id))
+        .collect();
+    let counts = e.counts(&q, &[]).unwrap();
+    e.close();
+
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    let after: Vec<_> = ["1", "2", "3", "custom"]
+        .iter()
+        .map(|id| e.job_json(&q, id))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(e.counts(&q, &[]).unwrap(), counts);
+    assert!(e.is_paused(&q));
+    assert_eq!(e.logs(&q, "2", 0, -1, true).0, vec!["hello".to_string()]);
+    // the id sequence goes on
+    assert_eq!(e.add(&q, job("e", "5", "{}")), Added::New(4));
+    // the custom id is still known
+    assert!(matches!(
+        e.add(&q, job("d", "4", "{\"jobId\":\"custom\"}")),
+        Added::Duplicate(_)
+    ));
+    e.close();
+}
+
+#[test]
+fn active_jobs_count_an_attempt_and_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("work").unwrap();
+    e.add(&q, job("retry", "1", "{\"attempts\":2}"));
+    e.add(&q, job("once", "2", "{}"));
+    assert_eq!(e.take(&q, 2).0, 2);
+    settle(&e);
+    e.close();
+
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("work").unwrap();
+    assert_eq!(e.state(&q, "1"), "waiting");
+    assert_eq!(e.state(&q, "2"), "failed");
+    let j: serde_json::Value = serde_json::from_str(&e.job_json(&q, "1").unwrap()).unwrap();
+    assert_eq!(j["attemptsMade"], 1);
+    let mut stalled = e.take_stalled(&q);
+    stalled.sort();
+    assert_eq!(stalled, vec!["1".to_string(), "2".to_string()]);
+    assert!(e.take_stalled(&q).is_empty(), "reported once");
+    settle(&e);
+    e.close();
+    // the recovery itself was persisted
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("work").unwrap();
+    assert_eq!(e.state(&q, "1"), "waiting");
+    assert_eq!(e.state(&q, "2"), "failed");
+    e.close();
+}
+
+#[test]
+fn obliterate_and_removals_reach_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let a = e.queue_ref("a").unwrap();
+    let b = e.queue_ref("b").unwrap();
+    for _ in 0..100 {
+        e.add(&a, job("x", "1", "{}"));
+    }
+    e.add(&b, job("y", "1", "{}"));
+    e.add(&b, job("z", "1", "{}"));
+    e.remove(&b, "1").unwrap();
+    e.obliterate(&a, false).unwrap();
+    settle(&e);
+    e.close();
+    let e = open(&path).unwrap();
+    let a = e.queue_ref("a").unwrap();
+    let b = e.queue_ref("b").unwrap();
+    assert_eq!(e.count(&a), 0);
+    assert_eq!(e.state(&b, "1"), "unknown");
+    assert_eq!(e.state(&b, "2"), "waiting");
+    assert_eq!(e.add(&a, job("x", "1", "{}")), Added::New(1));
+    e.close();
+}
+
+#[test]
+fn one_engine_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let err = open(&path).err().unwrap();
+    assert_eq!(err.code(), "ERR_STORAGE_LOCKED");
+    e.close();
+    let again = open(&path).unwrap();
+    again.close();
+}
+
+fn assert_refused(path: &Path, code: &str) {
+    let before = std::fs::read(path).unwrap();
+    let err = open(path).err().expect("must be refused");
+    assert_eq!(err.code(), code, "{err}");
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "the file must be left untouched"
+    );
+    assert!(!path.with_extension("db-wal").exists());
+}
+
+#[test]
+fn refuses_a_file_that_is_not_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    std::fs::write(
+        &path,
+        b"hello, this is a text file and not a database at all",
+    )
+    .unwrap();
+    assert_refused(&path, "ERR_STORAGE_FOREIGN");
+}
+
+#[test]
+fn refuses_another_applications_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'ada');")
+        .unwrap();
+    drop(c);
+    assert_refused(&path, "ERR_STORAGE_FOREIGN");
+}
+
+#[test]
+fn refuses_a_newer_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    open(&path).unwrap().close();
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute("INSERT INTO ferroqueue_migrations VALUES (99, 0)", [])
+        .unwrap();
+    c.execute_batch("PRAGMA journal_mode=DELETE").unwrap();
+    drop(c);
+    assert_refused(&path, "ERR_STORAGE_VERSION");
+}
+
+#[test]
+fn refuses_a_corrupt_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("q").unwrap();
+    for i in 0..2_000 {
+        e.add(
+            &q,
+            job(
+                "x",
+                &format!("{{\"i\":{i},\"pad\":\"{}\"}}", "p".repeat(100)),
+                "{}",
+            ),
+        );
+    }
+    settle(&e);
+    e.close();
+    // Trash a page in the middle of the file (not the header).
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 64 * 1024, "{len}");
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(len / 2)).unwrap();
+    f.write_all(&vec![0xA5; 8192]).unwrap();
+    drop(f);
+    assert_refused(&path, "ERR_STORAGE_CORRUPT");
+}
+
+#[test]
+fn events_wait_for_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("q").unwrap();
+    e.subscribe(&q);
+    e.add(&q, job("x", "1", "{}"));
+    settle(&e);
+    // the writer released them after its commit
+    let t = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < 2 && t.elapsed() < Duration::from_secs(2) {
+        got.extend(e.drain_events());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(got.len(), 2, "added + waiting");
+    e.close();
+}

@@ -1,0 +1,167 @@
+//! The writer thread: owns the write connection and commits in groups. Every change submitted
+//! while a transaction is being written joins the next one; each group is one transaction, and
+//! everything in it becomes durable together. Submissions get increasing sequence numbers under
+//! the same mutex that queues them, so "committed up to N" always means every submission <= N.
+//! After each commit the `on_commit` hook runs with the committed sequence number.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use rusqlite::Connection;
+
+use super::apply::apply;
+use crate::domain::persist::StorageOp;
+use crate::error::EngineError;
+
+/// Called on the writer thread after each commit with the committed sequence number.
+pub type OnCommit = Arc<dyn Fn(u64) + Send + Sync>;
+
+struct Pending {
+    ops: Vec<StorageOp>,
+    seq: u64,
+    closing: bool,
+}
+
+pub(super) struct Shared {
+    pending: Mutex<Pending>,
+    cv: Condvar,
+    committed: AtomicU64,
+    failure: Mutex<Option<EngineError>>,
+    sync_full: AtomicBool,
+    on_commit: Mutex<Option<OnCommit>>,
+}
+
+/// Handle on the writer thread.
+pub struct Writer {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    /// Starts the writer on `conn`.
+    pub fn start(conn: Connection, path: PathBuf, sync_full: bool) -> std::io::Result<Writer> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending {
+                ops: Vec::new(),
+                seq: 0,
+                closing: false,
+            }),
+            cv: Condvar::new(),
+            committed: AtomicU64::new(0),
+            failure: Mutex::new(None),
+            sync_full: AtomicBool::new(sync_full),
+            on_commit: Mutex::new(None),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("ferroqueue-writer".into())
+            .spawn(move || run(s, conn, path, sync_full))?;
+        Ok(Writer {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Sets the hook run after each commit.
+    pub fn set_on_commit(&self, f: OnCommit) {
+        *self.shared.on_commit.lock() = Some(f);
+    }
+
+    /// Queues operations for the next group; returns their sequence number (the current one when
+    /// `ops` is empty).
+    pub fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
+        let mut p = self.shared.pending.lock();
+        if !ops.is_empty() {
+            p.ops.append(ops);
+            p.seq += 1;
+            self.shared.cv.notify_one();
+        }
+        p.seq
+    }
+
+    /// Sequence number of the last submission.
+    pub fn submitted(&self) -> u64 {
+        self.shared.pending.lock().seq
+    }
+
+    /// Sequence number up to which everything is committed.
+    pub fn committed(&self) -> u64 {
+        self.shared.committed.load(Ordering::Acquire)
+    }
+
+    /// The first write failure, if any. After one, nothing more is written.
+    pub fn failure(&self) -> Option<EngineError> {
+        self.shared.failure.lock().clone()
+    }
+
+    /// Switches to `synchronous=FULL` (every commit fsynced) from the next group on.
+    pub fn require_fsync(&self) {
+        self.shared.sync_full.store(true, Ordering::Release);
+    }
+
+    /// Commits what is queued, checkpoints the WAL into the database and stops the thread.
+    pub fn close(&self) {
+        {
+            let mut p = self.shared.pending.lock();
+            p.closing = true;
+            self.shared.cv.notify_one();
+        }
+        if let Some(t) = self.thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool) {
+    let shown = path.display().to_string();
+    loop {
+        let (ops, seq, closing) = {
+            let mut p = shared.pending.lock();
+            while p.ops.is_empty() && !p.closing {
+                shared.cv.wait(&mut p);
+            }
+            (std::mem::take(&mut p.ops), p.seq, p.closing)
+        };
+        if !ops.is_empty() && shared.failure.lock().is_none() {
+            let want_full = shared.sync_full.load(Ordering::Acquire);
+            if want_full != sync_full {
+                sync_full = want_full;
+                let _ = conn.pragma_update(
+                    None,
+                    "synchronous",
+                    if sync_full { "FULL" } else { "NORMAL" },
+                );
+            }
+            if let Err(e) = commit(&conn, &ops) {
+                *shared.failure.lock() = Some(EngineError::StorageIo {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        shared.committed.store(seq, Ordering::Release);
+        let hook = shared.on_commit.lock().clone();
+        if let Some(f) = hook {
+            f(seq);
+        }
+        if closing && shared.pending.lock().ops.is_empty() {
+            break;
+        }
+    }
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+    drop(conn);
+}
+
+fn commit(conn: &Connection, ops: &[StorageOp]) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    match apply(conn, ops) {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
