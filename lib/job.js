@@ -66,10 +66,18 @@ class Job {
     }
   }
 
+  /** Runs a changing call and resolves once its change is durable. */
+  async _change(fn, ...args) {
+    const r = this._call(fn, ...args)
+    const wait = this.queue._commitWait()
+    if (wait) await wait
+    return r
+  }
+
   /** Stores progress (any JSON value) and emits `progress`. */
   async updateProgress(progress) {
     const text = v.toJson(progress, 'progress', 'null')
-    this._call(binding.updateProgress, text)
+    await this._change(binding.updateProgress, text)
     this.progress = progress
     if (this.queue._onProgress) this.queue._onProgress(this, progress)
   }
@@ -77,7 +85,7 @@ class Job {
   /** Appends a row to the job's log; returns the number of rows. */
   async log(row) {
     const keep = this.opts.keepLogs ?? 0
-    return this._call(binding.addLog, String(row), keep)
+    return this._change(binding.addLog, String(row), keep)
   }
 
   /** The job's current state, or 'unknown' once it is gone. */
@@ -88,7 +96,7 @@ class Job {
   /** Replaces the job's data. */
   async updateData(data) {
     const text = v.toJson(data)
-    this._call(binding.updateData, text)
+    await this._change(binding.updateData, text)
     this.data = data
   }
 
@@ -98,20 +106,20 @@ class Job {
     const priority = opts.priority ?? 0
     v.number('priority', priority)
     if (opts.lifo !== undefined) v.jobOptions({ lifo: opts.lifo }, 'opts')
-    this._call(binding.changePriority, priority, opts.lifo === true)
+    await this._change(binding.changePriority, priority, opts.lifo === true)
     this.priority = priority
   }
 
   /** Reschedules a delayed job to run `delay` ms from now. */
   async changeDelay(delay) {
     v.number('delay', delay)
-    this._call(binding.changeDelay, delay)
+    await this._change(binding.changeDelay, delay)
     this.delay = delay
   }
 
   /** Moves a delayed job to waiting now. */
   async promote() {
-    this._call(binding.promote)
+    await this._change(binding.promote)
     this.delay = 0
   }
 
@@ -124,7 +132,7 @@ class Job {
     }
     v.optionalObject('opts', opts)
     const reset = !!(opts && (opts.resetAttemptsMade || opts.resetAttemptsStarted))
-    this._call(binding.retryJob, state, reset)
+    await this._change(binding.retryJob, state, reset)
     this.failedReason = undefined
     this.finishedOn = undefined
     this.processedOn = undefined
@@ -134,7 +142,7 @@ class Job {
 
   /** Removes the job; throws ERR_JOB_LOCKED while a worker holds it. */
   async remove() {
-    this._call(binding.removeJob)
+    await this._change(binding.removeJob)
   }
 
   async isCompleted() {

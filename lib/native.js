@@ -1,44 +1,159 @@
 'use strict'
-// The one place that loads the native binding. It owns the engine registry and fans engine
-// events out to QueueEvents instances (one native callback per batch of events).
+// The one place that loads the native binding. It owns the engines of this process (in memory,
+// or one per SQLite file), reference-counts them, waits for their commits and fans their events
+// out to QueueEvents instances (one native callback per batch of events or commits).
 
+const path = require('node:path')
 const binding = require('../binding.js')
-const { decode } = require('./errors')
+const { decode, QueueError } = require('./errors')
 
-/** engineId -> Map<queueName, Set<listener>> */
-const listeners = new Map()
+const DURABILITY = ['commit', 'fsync', 'buffered']
+/** engineId -> Engine */
+const engines = new Map()
 let eventSeq = 0
 
-function dispatch(engineId) {
-  let batch
-  try {
-    batch = JSON.parse(binding.drainEvents(engineId))
-  } catch (e) {
-    return
+function keepAlive() {}
+
+/** One engine of this process as JS sees it. */
+class Engine {
+  constructor(id, durable) {
+    this.id = id
+    this.durable = durable
+    this.refs = 0
+    this.listeners = new Map() // queueName -> Set<listener>
+    this.waits = [] // { seq, resolve, reject }, in seq order
+    this.barrier = null
+    this.committed = 0
+    this.timer = null
+    binding.setEventCallback(id, () => this._dispatch())
+    if (durable) binding.setCommitCallback(id, () => this._onCommit())
   }
-  const byQueue = listeners.get(engineId)
-  if (!byQueue) return
-  for (const [queue, name, payload] of batch) {
-    const set = byQueue.get(queue)
-    if (!set) continue
-    const id = String(++eventSeq)
-    for (const l of set) l._deliver(name, payload, id)
+
+  _dispatch() {
+    let batch
+    try {
+      batch = JSON.parse(binding.drainEvents(this.id))
+    } catch {
+      return
+    }
+    for (const [queue, name, payload] of batch) {
+      const set = this.listeners.get(queue)
+      if (!set) continue
+      const id = String(++eventSeq)
+      for (const l of set) l._deliver(name, payload, id)
+    }
+  }
+
+  /**
+   * A promise that resolves once every change made so far in this tick is committed (null on an
+   * in-memory engine: nothing to wait for). All callers in the same tick share one wait.
+   */
+  commitBarrier() {
+    if (!this.durable) return null
+    if (this.barrier) return this.barrier.promise
+    const b = {}
+    b.promise = new Promise((resolve, reject) => {
+      b.resolve = resolve
+      b.reject = reject
+    })
+    this.barrier = b
+    queueMicrotask(() => {
+      this.barrier = null
+      let seq
+      try {
+        seq = binding.submittedSeq(this.id)
+        binding.checkStorage(this.id)
+      } catch (e) {
+        return b.reject(decode(e))
+      }
+      if (seq <= this.committed || seq <= binding.committedSeq(this.id)) return b.resolve()
+      this.waits.push({ seq, resolve: b.resolve, reject: b.reject })
+      if (!this.timer) this.timer = setInterval(keepAlive, 1 << 30) // stay alive until committed
+    })
+    return b.promise
+  }
+
+  _onCommit() {
+    this.committed = binding.takeCommitNotice(this.id)
+    let failure = null
+    try {
+      binding.checkStorage(this.id)
+    } catch (e) {
+      failure = decode(e)
+    }
+    let i = 0
+    while (i < this.waits.length && (failure || this.waits[i].seq <= this.committed)) {
+      const w = this.waits[i++]
+      if (failure) w.reject(failure)
+      else w.resolve()
+    }
+    if (i > 0) this.waits.splice(0, i)
+    if (this.waits.length === 0 && this.timer) {
+      clearInterval(this.timer)
+      this.timer = null
+    }
+  }
+
+  listen(handle, queueName, listener) {
+    let set = this.listeners.get(queueName)
+    if (!set) this.listeners.set(queueName, (set = new Set()))
+    set.add(listener)
+    binding.subscribe(handle)
+  }
+
+  unlisten(handle, queueName, listener) {
+    const set = this.listeners.get(queueName)
+    if (set && set.delete(listener)) {
+      try {
+        binding.unsubscribe(handle)
+      } catch {}
+    }
   }
 }
 
-/** Resolves the engine for options (in memory for now) and returns its id. */
-function engineFor(_opts) {
+/**
+ * Finds (or opens) the engine for an object's options and counts one more user of it.
+ * Options: `dataPath` (else env FERROQUEUE_DATA_PATH; in memory without either) and
+ * `durability` ('commit' by default, 'fsync', 'buffered').
+ */
+function acquireEngine(opts) {
+  let dataPath = opts.dataPath
+  if (dataPath === undefined && process.env.FERROQUEUE_DATA_PATH) dataPath = process.env.FERROQUEUE_DATA_PATH
+  if (dataPath !== undefined && dataPath !== null && typeof dataPath !== 'string') {
+    throw Object.assign(new TypeError(`dataPath must be a string, got ${typeof dataPath}`), { code: 'ERR_INVALID_OPTION' })
+  }
+  const durability = opts.durability ?? 'commit'
+  if (!DURABILITY.includes(durability)) {
+    const e = new RangeError(`durability must be one of ${DURABILITY.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(durability)}`)
+    throw Object.assign(e, { code: 'ERR_INVALID_OPTION' })
+  }
   let id
   try {
-    id = binding.memoryEngine()
+    id = binding.openEngine(dataPath ? path.resolve(dataPath) : null, durability === 'fsync')
   } catch (e) {
     throw decode(e)
   }
-  if (!listeners.has(id)) {
-    listeners.set(id, new Map())
-    binding.setEventCallback(id, () => dispatch(id))
+  let engine = engines.get(id)
+  if (!engine) {
+    engine = new Engine(id, !!dataPath)
+    engines.set(id, engine)
   }
-  return id
+  engine.refs++
+  return { engine, durability }
+}
+
+/** Counts one user less; a durable engine nobody uses is closed (flushed, file released). */
+async function releaseEngine(engine) {
+  engine.refs--
+  if (engine.refs > 0 || !engine.durable) return
+  engines.delete(engine.id)
+  try {
+    await binding.closeEngine(engine.id)
+  } catch (e) {
+    throw decode(e)
+  } finally {
+    engine._onCommit()
+  }
 }
 
 /** Opens a queue handle on an engine; throws the decoded error for a bad name. */
@@ -50,18 +165,4 @@ function openQueue(engineId, name) {
   }
 }
 
-/** Registers a QueueEvents-like listener ({ _deliver(name, payload, id) }). */
-function listen(engineId, handle, queueName, listener) {
-  const byQueue = listeners.get(engineId)
-  let set = byQueue.get(queueName)
-  if (!set) byQueue.set(queueName, (set = new Set()))
-  set.add(listener)
-  binding.subscribe(handle)
-}
-
-function unlisten(engineId, handle, queueName, listener) {
-  const set = listeners.get(engineId)?.get(queueName)
-  if (set && set.delete(listener)) binding.unsubscribe(handle)
-}
-
-module.exports = { binding, decode, engineFor, openQueue, listen, unlisten }
+module.exports = { binding, decode, acquireEngine, releaseEngine, openQueue, QueueError }

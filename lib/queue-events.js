@@ -3,8 +3,7 @@
 // batches (no polling). Listeners get (payload, eventId).
 
 const { EventEmitter } = require('node:events')
-const { listen, unlisten } = require('./native')
-const { openHandle } = require('./queue')
+const { openHandle, closeHandle } = require('./queue')
 
 class QueueEvents extends EventEmitter {
   /**
@@ -23,7 +22,7 @@ class QueueEvents extends EventEmitter {
   run() {
     if (this._running || this._closed) return
     this._running = true
-    listen(this._engine, this._h, this.name, this)
+    this._engine.listen(this._h, this.name, this)
   }
 
   _deliver(name, payload, id) {
@@ -62,8 +61,9 @@ class QueueEvents extends EventEmitter {
   async close() {
     if (this._closed) return
     this._closed = true
-    if (this._running) unlisten(this._engine, this._h, this.name, this)
+    if (this._running) this._engine.unlisten(this._h, this.name, this)
     this._running = false
+    await closeHandle(this)
     this.emit('closed')
   }
 }

@@ -2,7 +2,7 @@
 // Queue: BullMQ's producer and admin API over one native queue handle.
 
 const { EventEmitter } = require('node:events')
-const { binding, decode, engineFor, openQueue } = require('./native')
+const { binding, decode, acquireEngine, releaseEngine, openQueue } = require('./native')
 const { QueueError } = require('./errors')
 const { Job } = require('./job')
 const v = require('./validate')
@@ -10,15 +10,40 @@ const v = require('./validate')
 const ALL_TYPES = ['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'paused']
 const CLEAN_TYPES = ['completed', 'failed', 'delayed', 'wait', 'waiting', 'prioritized', 'paused', 'active']
 
-/** Options shared by Queue, Worker and QueueEvents: checks them and opens the handle. */
+/**
+ * Options shared by Queue, Worker and QueueEvents (`dataPath`, `durability`): checks them, finds
+ * the engine and opens the handle.
+ */
 function openHandle(owner, name, opts) {
   v.queueName(name)
   v.optionalObject('opts', opts)
   owner.name = name
   owner.opts = opts || {}
-  owner._engine = engineFor(owner.opts)
-  owner._h = openQueue(owner._engine, name)
+  const { engine, durability } = acquireEngine(owner.opts)
+  try {
+    owner._h = openQueue(engine.id, name)
+  } catch (e) {
+    releaseEngine(engine).catch(() => {})
+    throw e
+  }
+  owner._engine = engine
+  owner._durability = durability
   owner._closed = false
+}
+
+/** Lets go of the engine once (the last user of a durable engine closes it). */
+function closeHandle(owner) {
+  if (owner._released) return Promise.resolve()
+  owner._released = true
+  return releaseEngine(owner._engine)
+}
+
+/**
+ * The wait for the changes made so far to be durable: a promise on a durable engine with
+ * durability 'commit' or 'fsync', null otherwise (in memory, or 'buffered').
+ */
+function commitWait(owner) {
+  return owner._durability === 'buffered' ? null : owner._engine.commitBarrier()
 }
 
 function checkTypes(types) {
@@ -65,6 +90,18 @@ class Queue extends EventEmitter {
     }
   }
 
+  /** Runs a changing call and resolves once its change is durable. */
+  async _change(fn, ...args) {
+    const r = this._call(fn, ...args)
+    const wait = commitWait(this)
+    if (wait) await wait
+    return r
+  }
+
+  _commitWait() {
+    return commitWait(this)
+  }
+
   /** Resolves once the queue can be used (at once: nothing to connect to). */
   async waitUntilReady() {
     this._ensureOpen()
@@ -98,6 +135,8 @@ class Queue extends EventEmitter {
     if (code < 0) return this.getJob(merged.jobId)
     const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId)
     job.timestamp = timestamp
+    const wait = commitWait(this)
+    if (wait) await wait
     this.emit('waiting', job)
     return job
   }
@@ -130,6 +169,8 @@ class Queue extends EventEmitter {
     } catch (e) {
       throw decode(e)
     }
+    const wait = commitWait(this)
+    if (wait) await wait
     const out = new Array(jobs.length)
     for (let i = 0; i < jobs.length; i++) {
       const c = codes[i]
@@ -228,13 +269,13 @@ class Queue extends EventEmitter {
 
   /** Stops workers from taking jobs; adds still land. */
   async pause() {
-    this._call(binding.pause)
+    await this._change(binding.pause)
     this.emit('paused')
   }
 
   /** Lets workers take jobs again. */
   async resume() {
-    this._call(binding.resume)
+    await this._change(binding.resume)
     this.emit('resumed')
   }
 
@@ -244,7 +285,7 @@ class Queue extends EventEmitter {
 
   /** Removes waiting and prioritized jobs, and delayed ones too with `delayed = true`. */
   async drain(delayed = false) {
-    this._call(binding.drain, !!delayed)
+    await this._change(binding.drain, !!delayed)
   }
 
   /** Removes a job unless it is active; resolves 1 if removed, 0 if not. */
@@ -253,7 +294,7 @@ class Queue extends EventEmitter {
       throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
     }
     try {
-      return this._call(binding.removeJob, id) ? 1 : 0
+      return (await this._change(binding.removeJob, id)) ? 1 : 0
     } catch (e) {
       if (e.code === 'ERR_JOB_LOCKED') return 0
       throw e
@@ -269,7 +310,7 @@ class Queue extends EventEmitter {
         code: 'ERR_INVALID_OPTION',
       })
     }
-    const ids = this._call(binding.clean, grace, limit, type)
+    const ids = await this._change(binding.clean, grace, limit, type)
     this.emit('cleaned', ids, type)
     return ids
   }
@@ -277,7 +318,7 @@ class Queue extends EventEmitter {
   /** Removes the whole queue; refuses while jobs are active unless `{ force: true }`. */
   async obliterate(opts = {}) {
     v.optionalObject('opts', opts)
-    this._call(binding.obliterate, !!(opts && opts.force))
+    await this._change(binding.obliterate, !!(opts && opts.force))
   }
 
   /** A page of a job's log rows and their total. */
@@ -289,7 +330,8 @@ class Queue extends EventEmitter {
   /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
   async close() {
     this._closed = true
+    await closeHandle(this)
   }
 }
 
-module.exports = { Queue, openHandle, ALL_TYPES }
+module.exports = { Queue, openHandle, closeHandle, commitWait, ALL_TYPES }

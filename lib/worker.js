@@ -6,7 +6,7 @@ const { EventEmitter } = require('node:events')
 const { binding, decode } = require('./native')
 const { QueueError } = require('./errors')
 const { Job } = require('./job')
-const { openHandle } = require('./queue')
+const { openHandle, closeHandle, commitWait } = require('./queue')
 const v = require('./validate')
 
 let nextPuller = 1
@@ -84,6 +84,7 @@ class Worker extends EventEmitter {
     this._wake = null
     this._idle = null
     this._runPromise = null
+    this._emitting = new Set()
     if (o.autorun !== false) {
       queueMicrotask(() => {
         if (!this._running && !this._closing) this.run().catch((err) => this._emitError(err))
@@ -112,10 +113,25 @@ class Worker extends EventEmitter {
     if (this._running) return Promise.reject(new QueueError('ERR_WORKER_RUNNING', 'worker is already running'))
     if (this._closing) return Promise.reject(new QueueError('ERR_QUEUE_CLOSED', 'worker is closed'))
     this._running = true
+    this._reportStalled()
     this._runPromise = this._loop().finally(() => {
       this._running = false
     })
     return this._runPromise
+  }
+
+  /** Jobs that were active when a durable engine's last process died: `stalled`, once. */
+  _reportStalled() {
+    let ids
+    try {
+      ids = binding.takeStalled(this._h)
+    } catch (e) {
+      return this._emitError(decode(e))
+    }
+    if (ids.length === 0) return
+    setImmediate(() => {
+      for (const id of ids) this._emitSafe('stalled', id, 'active')
+    })
   }
 
   _sleep() {
@@ -251,18 +267,30 @@ class Worker extends EventEmitter {
       const entry = entries[i]
       const job = entry.job
       this._active.delete(job.id)
-      const r = results ? results[i] : 3
-      if (r === 0) {
-        job.finishedOn = now
-        this._emitSafe('completed', job, job.returnvalue, 'active')
-      } else if (r === 1 || r === 2) {
+      const r = (entry.result = results ? results[i] : 3)
+      if (r === 0) job.finishedOn = now
+      else if (r === 1 || r === 2) {
         job.attemptsMade += 1
         if (r === 2) job.finishedOn = now
-        this._emitSafe('failed', job, entry.error, 'active')
       }
     }
+    const emit = () => {
+      for (let i = 0; i < entries.length; i++) {
+        const { job, result, error } = entries[i]
+        if (result === 0) this._emitSafe('completed', job, job.returnvalue, 'active')
+        else if (result === 1 || result === 2) this._emitSafe('failed', job, error, 'active')
+      }
+      if (this._active.size === 0 && this._pulling) this._maybeDrained()
+    }
+    // Outcomes are reported only once they are durable (at once in memory).
+    const wait = results ? commitWait(this) : null
+    if (wait) {
+      const p = wait
+        .then(emit, (err) => this._emitError(err))
+        .finally(() => this._emitting.delete(p))
+      this._emitting.add(p)
+    } else emit()
     if (this._active.size === 0) {
-      if (this._pulling) this._maybeDrained()
       const idle = this._idle
       if (idle) {
         this._idle = null
@@ -281,6 +309,10 @@ class Worker extends EventEmitter {
       this._emitError(decode(e))
     }
     this._puller = nextPuller++
+  }
+
+  _commitWait() {
+    return commitWait(this)
   }
 
   /** Called by Job#updateProgress for jobs of this worker. */
@@ -353,6 +385,8 @@ class Worker extends EventEmitter {
         await this._whenIdle()
       }
       if (this._runPromise) await this._runPromise
+      while (this._emitting.size) await Promise.all([...this._emitting])
+      await closeHandle(this)
       this.emit('closed')
     })()
     return this._closing

@@ -10,6 +10,7 @@
 // they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod durability;
 mod errors;
 mod events;
 mod jobs;

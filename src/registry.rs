@@ -1,9 +1,13 @@
-//! Engines and queue handles. Handle `h` indexes a table of (engine, queue) pairs; the same
-//! (engine, name) always gets the same handle, so the table is bounded by distinct queue names.
+//! Engines and queue handles. Engine 0 is the process-wide in-memory engine; durable engines are
+//! keyed by their resolved file path, so every object of a process on the same file shares one
+//! engine. Handle `h` indexes a table of (engine, queue) pairs; the same (engine, name) always
+//! gets the same handle, so the table is bounded by distinct queue names.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ferroqueue_engine::{Engine, EngineConfig, QueueRef};
+use ferroqueue_engine::{Engine, EngineConfig, EngineError, QueueRef};
 use napi::Result;
 use napi_derive::napi;
 use parking_lot::RwLock;
@@ -12,7 +16,8 @@ use crate::errors::{range, to_napi};
 
 struct Registry {
     engines: Vec<Engine>,
-    queues: Vec<(usize, Engine, QueueRef)>,
+    by_path: HashMap<PathBuf, u32>,
+    queues: Vec<(u32, Engine, QueueRef)>,
 }
 
 fn registry() -> &'static RwLock<Registry> {
@@ -20,20 +25,83 @@ fn registry() -> &'static RwLock<Registry> {
     R.get_or_init(|| {
         RwLock::new(Registry {
             engines: Vec::new(),
+            by_path: HashMap::new(),
             queues: Vec::new(),
         })
     })
 }
 
-/// Returns the id of the process-wide in-memory engine, creating it on first use.
+/// The path a file is known by: absolute, with symlinks of its directory resolved.
+fn resolve(path: &str) -> Result<PathBuf> {
+    if path.is_empty() {
+        return Err(range("dataPath", "must not be empty"));
+    }
+    let abs = std::path::absolute(Path::new(path))
+        .map_err(|e| range("dataPath", format!("cannot be resolved: {e}")))?;
+    if let Ok(c) = abs.canonicalize() {
+        return Ok(c);
+    }
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => match dir.canonicalize() {
+            Ok(d) => Ok(d.join(name)),
+            Err(e) => Err(to_napi(EngineError::StorageIo {
+                path: path.to_string(),
+                reason: format!("its directory cannot be opened: {e}"),
+            })),
+        },
+        _ => Err(range("dataPath", format!("is not a file path: {path:?}"))),
+    }
+}
+
+/// Opens an engine: in memory without `path` (always engine 0), else the durable engine of that
+/// file, creating or recovering it on first use. `fsync` makes its commits fsync.
 #[napi(catch_unwind)]
-pub fn memory_engine() -> Result<u32> {
+pub fn open_engine(path: Option<String>, fsync: bool) -> Result<u32> {
     let mut r = registry().write();
     if r.engines.is_empty() {
         let engine = Engine::new(EngineConfig::default()).map_err(to_napi)?;
         r.engines.push(engine);
     }
-    Ok(0)
+    let Some(path) = path else { return Ok(0) };
+    let resolved = resolve(&path)?;
+    if let Some(&id) = r.by_path.get(&resolved) {
+        if fsync {
+            r.engines[id as usize].require_fsync();
+        }
+        return Ok(id);
+    }
+    let engine = Engine::new(EngineConfig {
+        path: Some(resolved.clone()),
+        sync_full: fsync,
+        ..EngineConfig::default()
+    })
+    .map_err(to_napi)?;
+    let id = r.engines.len() as u32;
+    r.engines.push(engine);
+    r.by_path.insert(resolved, id);
+    Ok(id)
+}
+
+/// Closes a durable engine (off the JS thread: it commits what is queued, checkpoints and
+/// releases the file). Later calls on its queues fail with ERR_QUEUE_CLOSED.
+#[napi]
+pub async fn close_engine(id: u32) -> Result<()> {
+    let e = {
+        let mut r = registry().write();
+        let e = r
+            .engines
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| range("engine", format!("{id} is not an open engine")))?;
+        if !e.is_durable() {
+            return Ok(());
+        }
+        r.by_path.retain(|_, v| *v != id);
+        e
+    };
+    tokio::task::spawn_blocking(move || e.close())
+        .await
+        .map_err(|e| to_napi(EngineError::Internal(e.to_string())))
 }
 
 /// Resolves (engine, queue name) to a handle, validating the name.
@@ -46,14 +114,10 @@ pub fn open_queue(engine: u32, name: String) -> Result<u32> {
         .cloned()
         .ok_or_else(|| range("engine", format!("{engine} is not an open engine")))?;
     let q = e.queue_ref(&name).map_err(to_napi)?;
-    if let Some(i) = r
-        .queues
-        .iter()
-        .position(|(id, _, qr)| *id == engine as usize && qr == &q)
-    {
+    if let Some(i) = r.queues.iter().position(|(id, _, qr)| *id == engine && qr == &q) {
         return Ok(i as u32);
     }
-    r.queues.push((engine as usize, e, q));
+    r.queues.push((engine, e, q));
     Ok((r.queues.len() - 1) as u32)
 }
 
@@ -64,6 +128,9 @@ pub fn with_queue<R>(h: u32, f: impl FnOnce(&Engine, &QueueRef) -> R) -> Result<
         .queues
         .get(h as usize)
         .ok_or_else(|| range("queue", format!("handle {h} is not an open queue")))?;
+    if e.is_closed() {
+        return Err(to_napi(EngineError::QueueClosed(q.name().to_string())));
+    }
     Ok(f(e, q))
 }
 

@@ -1,0 +1,62 @@
+//! Commit waits of durable engines: JS reads the sequence number of its latest change, and is
+//! called back (once per batch of commits, by a weak threadsafe function) to compare it with the
+//! committed one. No async call per change.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::Result;
+use napi_derive::napi;
+
+use crate::errors::to_napi;
+use crate::registry::{engine, with_queue};
+
+/// Sequence number of the engine's latest change (0 in memory).
+#[napi(catch_unwind)]
+pub fn submitted_seq(id: u32) -> Result<f64> {
+    Ok(engine(id)?.submitted() as f64)
+}
+
+/// Committed sequence number; also re-arms the commit callback.
+#[napi(catch_unwind)]
+pub fn take_commit_notice(id: u32) -> Result<f64> {
+    Ok(engine(id)?.take_commit_notice() as f64)
+}
+
+/// Committed sequence number.
+#[napi(catch_unwind)]
+pub fn committed_seq(id: u32) -> Result<f64> {
+    Ok(engine(id)?.committed() as f64)
+}
+
+/// Throws the storage failure that stopped writes, if there was one.
+#[napi(catch_unwind)]
+pub fn check_storage(id: u32) -> Result<()> {
+    match engine(id)?.storage_failure() {
+        Some(e) => Err(to_napi(e)),
+        None => Ok(()),
+    }
+}
+
+/// Sets the function called (with no arguments) after commits of engine `id`. It does not keep
+/// the process alive.
+#[napi(catch_unwind)]
+pub fn set_commit_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
+    let e = engine(id)?;
+    let tsfn = callback
+        .build_threadsafe_function::<()>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()?;
+    e.set_commit_notifier(Some(Arc::new(move || {
+        tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+    })));
+    Ok(())
+}
+
+/// Ids of jobs found active when the engine recovered its file, once.
+#[napi(catch_unwind)]
+pub fn take_stalled(h: u32) -> Result<Vec<String>> {
+    with_queue(h, |e, q| e.take_stalled(q))
+}
