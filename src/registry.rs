@@ -114,7 +114,11 @@ pub fn open_queue(engine: u32, name: String) -> Result<u32> {
         .cloned()
         .ok_or_else(|| range("engine", format!("{engine} is not an open engine")))?;
     let q = e.queue_ref(&name).map_err(to_napi)?;
-    if let Some(i) = r.queues.iter().position(|(id, _, qr)| *id == engine && qr == &q) {
+    if let Some(i) = r
+        .queues
+        .iter()
+        .position(|(id, _, qr)| *id == engine && qr == &q)
+    {
         return Ok(i as u32);
     }
     r.queues.push((engine, e, q));

@@ -427,6 +427,8 @@ impl Engine {
     /// [`Engine::take_commit_notice`].
     pub fn set_commit_notifier(&self, n: Option<Notifier>) {
         *self.inner.commit_notifier.write() = n;
+        self.inner.commit_scheduled.store(false, Ordering::Release);
+        self.inner.notify_commit();
     }
 
     /// Re-arms the commit notifier and returns the committed sequence number.
@@ -467,8 +469,15 @@ impl Inner {
     /// Runs on the writer thread after each commit.
     fn committed(&self, seq: u64) {
         self.hub.release(seq);
-        if !self.commit_scheduled.swap(true, Ordering::AcqRel) {
-            if let Some(n) = self.commit_notifier.read().clone() {
+        self.notify_commit();
+    }
+
+    /// Calls the commit notifier unless a call is already pending (and only if one is set, so
+    /// a notifier set later is not left disarmed).
+    fn notify_commit(&self) {
+        let notifier = self.commit_notifier.read().clone();
+        if let Some(n) = notifier {
+            if !self.commit_scheduled.swap(true, Ordering::AcqRel) {
                 n();
             }
         }

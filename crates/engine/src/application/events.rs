@@ -67,6 +67,10 @@ impl EventHub {
     /// Sets (or clears) the notifier.
     pub fn set_notifier(&self, n: Option<Notifier>) {
         *self.notifier.write() = n;
+        self.scheduled.store(false, Ordering::Release);
+        if !self.buf.lock().is_empty() {
+            self.notify();
+        }
     }
 
     /// Adds events; notifies once per batch.
@@ -75,8 +79,14 @@ impl EventHub {
             return;
         }
         self.buf.lock().extend(events);
-        if !self.scheduled.swap(true, Ordering::AcqRel) {
-            if let Some(n) = self.notifier.read().clone() {
+        self.notify();
+    }
+
+    /// Calls the notifier unless a call is pending; without a notifier nothing is armed.
+    fn notify(&self) {
+        let notifier = self.notifier.read().clone();
+        if let Some(n) = notifier {
+            if !self.scheduled.swap(true, Ordering::AcqRel) {
                 n();
             }
         }
@@ -94,6 +104,22 @@ impl EventHub {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_notifier_set_late_is_called_for_buffered_events() {
+        let hub = EventHub::default();
+        hub.publish(vec![Event {
+            queue: Arc::from("q"),
+            kind: EventKind::Drained,
+        }]);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        hub.set_notifier(Some(Arc::new(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(hub.drain().len(), 1);
+    }
 
     #[test]
     fn one_notification_per_batch() {

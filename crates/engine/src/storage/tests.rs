@@ -267,3 +267,33 @@ fn events_wait_for_the_commit() {
     assert_eq!(got.len(), 2, "added + waiting");
     e.close();
 }
+
+#[test]
+fn a_commit_notifier_set_after_commits_still_fires() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("q").unwrap();
+    e.add(&q, job("x", "1", "{}"));
+    settle(&e);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    e.set_commit_notifier(Some(Arc::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })));
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "armed and called once when set"
+    );
+    assert_eq!(e.take_commit_notice(), e.submitted());
+    e.add(&q, job("y", "2", "{}"));
+    settle(&e);
+    let t = Instant::now();
+    while calls.load(Ordering::SeqCst) < 2 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "later commits notify");
+    e.close();
+}
