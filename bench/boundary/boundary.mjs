@@ -1,17 +1,27 @@
 // Boundary benchmark: what a JS user gets through the public API, in jobs/s.
-//   node bench/boundary/boundary.mjs   |   bun bench/boundary/boundary.mjs
-// Prints one JSON line per workload. Payload: a 200-byte JSON object.
+//   node bench/boundary/boundary.mjs [memory|commit|buffered]   (or with bun)
+// memory: the in-memory engine; commit / buffered: a SQLite file in a temporary folder with that
+// durability. Prints one JSON line per workload. Payload: a 200-byte JSON object.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Queue, Worker } from '../../index.mjs'
+
+const storage = process.argv[2] ?? 'memory'
+if (!['memory', 'commit', 'buffered'].includes(storage)) throw new Error(`unknown storage ${storage}`)
+const dir = storage === 'memory' ? null : mkdtempSync(join(tmpdir(), 'ferroqueue-bench-'))
+const opts = dir ? { dataPath: join(dir, 'bench.db'), durability: storage } : {}
 
 const runtime = typeof Bun !== 'undefined' ? `bun ${Bun.version}` : `node ${process.versions.node}`
 const payload = { user: 'u-000123', email: 'someone@example.com', plan: 'pro', tags: ['a', 'b', 'c'], note: 'x'.repeat(107) }
 if (JSON.stringify(payload).length < 190 || JSON.stringify(payload).length > 210) throw new Error('payload size drifted')
 
 let seq = 0
-const fresh = () => new Queue(`bench-${process.pid}-${++seq}`)
+const fresh = () => new Queue(`bench-${process.pid}-${++seq}`, opts)
 
 function report(workload, n, ms) {
-  console.log(JSON.stringify({ runtime, workload, jobs: n, ms: Math.round(ms * 10) / 10, jobsPerSec: Math.round((n * 1000) / ms) }))
+  const where = storage === 'memory' ? 'memory' : `SQLite, ${storage}`
+  console.log(JSON.stringify({ runtime, storage: where, workload, jobs: n, ms: Math.round(ms * 10) / 10, jobsPerSec: Math.round((n * 1000) / ms) }))
 }
 
 async function addOneAtATime(n) {
@@ -40,7 +50,7 @@ async function processNoop(n, concurrency) {
   let done = 0
   const t = performance.now()
   await new Promise((resolve) => {
-    const w = new Worker(q.name, async () => {}, { concurrency })
+    const w = new Worker(q.name, async () => {}, { concurrency, ...opts })
     w.on('completed', () => {
       if (++done === n) resolve(w)
     })
@@ -53,7 +63,8 @@ async function processNoop(n, concurrency) {
 }
 
 const quick = process.env.BENCH_QUICK === '1'
-await addOneAtATime(quick ? 10_000 : 100_000)
+await addOneAtATime(quick || storage === 'commit' ? 10_000 : 100_000)
 await addBulk(50_000, 50_000)
 await addBulk(50_000, 1_000)
 await processNoop(50_000, 50)
+if (dir) rmSync(dir, { recursive: true, force: true })

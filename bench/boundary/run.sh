@@ -4,24 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$(mktemp)
-for rt in node bun; do
-  for i in 1 2 3; do
-    if [ "$rt" = node ]; then node bench/boundary/boundary.mjs; else npx bun bench/boundary/boundary.mjs; fi
+for storage in memory commit buffered; do
+  for rt in node bun; do
+    for i in 1 2 3; do
+      if [ "$rt" = node ]; then node bench/boundary/boundary.mjs $storage; else npx bun bench/boundary/boundary.mjs $storage; fi
+    done
   done
 done >"$out"
 node -e '
 const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse)
 const groups = new Map()
 for (const r of rows) {
-  const k = r.runtime + "\u0000" + r.workload
+  const k = r.runtime + "\u0000" + r.storage + "\u0000" + r.workload
   if (!groups.has(k)) groups.set(k, [])
   groups.get(k).push(r.jobsPerSec)
 }
-console.log("| runtime | workload | jobs/s (median of 3) |\n| --- | --- | ---: |")
+console.log("| runtime | storage | workload | jobs/s (median of 3) |\n| --- | --- | --- | ---: |")
 for (const [k, v] of groups) {
-  const [rt, wl] = k.split("\u0000")
+  const [rt, st, wl] = k.split("\u0000")
   v.sort((a, b) => a - b)
-  console.log(`| ${rt} | ${wl} | ${v[Math.floor(v.length / 2)].toLocaleString("en-US")} |`)
+  console.log(`| ${rt} | ${st} | ${wl} | ${v[Math.floor(v.length / 2)].toLocaleString("en-US")} |`)
 }
 ' "$out"
 rm -f "$out"
