@@ -15,7 +15,7 @@ use super::events::{EventHub, Notifier};
 use super::timer::Timer;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::{write_events_json, Event};
-use crate::domain::job::JobKey;
+use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
 use crate::domain::persist::StorageOp;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
@@ -41,6 +41,9 @@ pub struct EngineConfig {
     pub path: Option<PathBuf>,
     /// Fsync every commit (`synchronous=FULL`): survives power loss, not only a crash.
     pub sync_full: bool,
+    /// Finished jobs per state and queue a durable engine keeps in memory (default 10,000);
+    /// older ones are read from the file.
+    pub finished_in_memory: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -51,6 +54,7 @@ impl Default for EngineConfig {
             timer: true,
             path: None,
             sync_full: false,
+            finished_in_memory: None,
         }
     }
 }
@@ -121,22 +125,32 @@ impl Engine {
             .next_power_of_two()
             .min(MAX_SHARDS);
         let mask = count - 1;
+        let finished_limit = config
+            .finished_in_memory
+            .unwrap_or(crate::domain::evicted::DEFAULT_FINISHED_IN_MEMORY)
+            .max(1);
         let (storage, snapshot) = match &config.path {
             Some(p) => {
-                let (s, snap) = Storage::open(p, config.sync_full)?;
+                let (s, snap) = Storage::open(p, config.sync_full, finished_limit)?;
                 (Some(s), Some(snap))
             }
             None => (None, None),
         };
         let persist = storage.is_some();
-        let mut shards: Vec<Shard> = (0..count).map(|_| Shard::new(persist)).collect();
+        let mut shards: Vec<Shard> = (0..count)
+            .map(|_| Shard::new(persist, finished_limit))
+            .collect();
         let mut recovery_ops: Vec<StorageOp> = Vec::new();
         let mut wake_at: Option<u64> = None;
         if let Some(snap) = snapshot {
             let now = config.clock.now_ms();
-            for (name, (meta, rows)) in snap.queues {
-                let mut q = QueueState::restore(Arc::from(name.as_str()), meta, rows, now);
+            for (name, saved) in snap.queues {
+                let mut q =
+                    QueueState::restore(Arc::from(name.as_str()), saved.meta, saved.rows, now);
+                q.set_finished_limit(finished_limit);
+                q.set_evicted(saved.evicted_count, saved.evicted_ids);
                 q.take_storage_ops(&mut recovery_ops);
+                q.evict_overflow();
                 if let Some(d) = q.next_due() {
                     wake_at = Some(wake_at.map_or(d, |w| w.min(d)));
                 }
@@ -156,8 +170,9 @@ impl Engine {
         });
         if let Some(s) = &inner.storage {
             let weak: Weak<Inner> = Arc::downgrade(&inner);
-            s.set_on_commit(Arc::new(move |seq| {
+            s.set_on_commit(Arc::new(move |seq, deleted| {
                 if let Some(i) = weak.upgrade() {
+                    i.forget_evicted(deleted);
                     i.committed(seq);
                 }
             }));
@@ -230,6 +245,7 @@ impl Engine {
             let r = shard.with_queue(&q.name, |qs| {
                 let r = f(qs, now, &mut fx);
                 qs.take_storage_ops(&mut ops);
+                qs.evict_overflow();
                 r
             });
             // Submitted under the shard lock, so storage sees a queue's changes in their order.
@@ -463,6 +479,27 @@ impl Inner {
         match &self.storage {
             Some(s) if !ops.is_empty() => s.submit(ops),
             _ => 0,
+        }
+    }
+
+    /// Settles the evicted counts of queues after the writer deleted evicted rows.
+    fn forget_evicted(&self, deleted: Vec<crate::storage::Deleted>) {
+        if deleted.is_empty() {
+            return;
+        }
+        type Rows = Vec<(JobKey, Option<String>)>;
+        let mut by_queue: Vec<(Arc<str>, JobState, Rows)> = Vec::new();
+        for (q, state, key, id) in deleted {
+            match by_queue.iter_mut().find(|(n, s, _)| *n == q && *s == state) {
+                Some((_, _, v)) => v.push((key, id)),
+                None => by_queue.push((q, state, vec![(key, id)])),
+            }
+        }
+        for (q, state, rows) in by_queue {
+            let shard = fnv1a(q.as_bytes()) as usize & self.mask;
+            self.shards[shard]
+                .lock()
+                .with_queue(&q, |qs| qs.forget_evicted(state, &rows));
         }
     }
 

@@ -2,6 +2,7 @@
 //! delayed-job timer, serves long-poll pulls and fans events out through the [`events::EventHub`].
 
 pub mod engine;
+mod engine_disk;
 mod engine_ops;
 pub mod events;
 mod timer;

@@ -2,6 +2,7 @@
 //! and no clock: every time-dependent call takes `now`.
 
 pub mod event;
+pub mod evicted;
 pub mod job;
 pub mod options;
 pub mod persist;
@@ -9,7 +10,7 @@ pub mod queue;
 mod queue_admin;
 pub mod queue_read;
 mod restore;
-pub use restore::STALLED_REASON;
+pub use restore::{row_json, row_logs, STALLED_REASON};
 pub mod shard;
 pub mod waiters;
 

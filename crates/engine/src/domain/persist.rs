@@ -70,8 +70,11 @@ pub struct QueueRow {
     pub paused: bool,
 }
 
+/// Receives the ids deleted by a [`StorageOp::DropEvicted`] or [`StorageOp::DeleteEvicted`].
+pub type DeletedReply = tokio::sync::oneshot::Sender<Vec<String>>;
+
 /// One write for the storage layer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum StorageOp {
     Insert(Arc<str>, Box<JobRow>),
     State(Arc<str>, JobKey, StateCols),
@@ -81,6 +84,29 @@ pub enum StorageOp {
     Queue(Arc<str>, QueueRow),
     /// Delete every job of the queue (obliterate).
     Wipe(Arc<str>),
+    /// Keep only the newest `keep` evicted rows of `state` (those with `seq < below_seq`).
+    TrimEvicted {
+        queue: Arc<str>,
+        state: JobState,
+        keep: u64,
+        below_seq: u64,
+    },
+    /// Delete evicted rows of `state` (`seq < below_seq`) finished before `finished_before`,
+    /// oldest first, at most `limit` (0: all); reply with their ids.
+    DropEvicted {
+        queue: Arc<str>,
+        state: JobState,
+        finished_before: u64,
+        below_seq: u64,
+        limit: u64,
+        reply: Option<DeletedReply>,
+    },
+    /// Delete one evicted (finished, not in memory) job; reply with its id if it existed.
+    DeleteEvicted {
+        queue: Arc<str>,
+        key: JobKey,
+        reply: Option<DeletedReply>,
+    },
 }
 
 impl StorageOp {
@@ -93,7 +119,10 @@ impl StorageOp {
             | StorageOp::Data(q, ..)
             | StorageOp::Delete(q, _)
             | StorageOp::Queue(q, _)
-            | StorageOp::Wipe(q) => q,
+            | StorageOp::Wipe(q)
+            | StorageOp::TrimEvicted { queue: q, .. }
+            | StorageOp::DropEvicted { queue: q, .. }
+            | StorageOp::DeleteEvicted { queue: q, .. } => q,
         }
     }
 }
@@ -103,6 +132,8 @@ impl StorageOp {
 pub struct Dirty {
     pub persist: bool,
     pub jobs: Vec<(JobKey, u8)>,
+    /// Operations on evicted rows, in order.
+    pub disk: Vec<StorageOp>,
     pub meta: bool,
     pub wipe: bool,
 }
@@ -206,6 +237,7 @@ impl QueueState {
         if std::mem::take(&mut self.dirty.wipe) {
             out.push(StorageOp::Wipe(q.clone()));
         }
+        out.append(&mut self.dirty.disk);
         if std::mem::take(&mut self.dirty.meta) {
             out.push(StorageOp::Queue(
                 q.clone(),

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::event::{Event, EventKind};
+use super::evicted::Evicted;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::options::{JobOptions, KeepJobs};
 use super::persist::{Dirty, EXTRA, NEW, STATE};
@@ -126,6 +127,10 @@ pub struct QueueState {
     pub(super) dirty: Dirty,
     /// Ids of jobs found active at recovery and put back (reported as `stalled`).
     pub stalled: Vec<String>,
+    /// Finished jobs per state kept in memory (durable queues; unbounded in memory).
+    pub(super) finished_limit: usize,
+    /// Finished jobs that live only on disk.
+    pub(super) evicted: Evicted,
 }
 
 impl QueueState {
@@ -154,6 +159,8 @@ impl QueueState {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             dirty: Dirty::default(),
             stalled: Vec::new(),
+            finished_limit: usize::MAX,
+            evicted: Evicted::default(),
         }
     }
 
@@ -186,7 +193,7 @@ impl QueueState {
     /// Adds one job. O(log n).
     pub fn add(&mut self, job: NewJob, now: u64, fx: &mut Effects) -> Added {
         if let Some(id) = &job.opts.job_id {
-            if let Some(&key) = self.custom_ids.get(id) {
+            if let Some(&key) = self.custom_ids.get(id).or_else(|| self.evicted.ids.get(id)) {
                 self.emit(fx, || EventKind::Duplicated {
                     job_id: id.to_string(),
                 });
@@ -494,6 +501,7 @@ impl QueueState {
         }
         if let Some(age) = age_secs {
             let cutoff = now.saturating_sub(age.saturating_mul(1_000));
+            self.drop_evicted_older(state, cutoff);
             loop {
                 let set = if state == JobState::Completed {
                     &self.completed
@@ -512,6 +520,7 @@ impl QueueState {
             }
         }
         if let Some(count) = count {
+            self.trim_evicted(state, count);
             while self.finished_set(state).len() as u64 > count {
                 let Some((_, key)) = self.finished_set(state).pop_first() else {
                     break;

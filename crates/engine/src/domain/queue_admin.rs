@@ -125,6 +125,7 @@ impl QueueState {
         fresh.dirty.persist = self.dirty.persist;
         fresh.dirty.wipe = true;
         fresh.dirty.meta = fresh.dirty.persist;
+        fresh.finished_limit = self.finished_limit;
         fresh.listeners = self.listeners;
         // Ids restart at 1, so tokens must not: an activation from before the obliterate must
         // never match a new job that reuses its id.

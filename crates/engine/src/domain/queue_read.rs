@@ -78,8 +78,8 @@ impl QueueState {
                 JobState::Prioritized => self.prioritized,
                 JobState::Delayed => self.delayed.len(),
                 JobState::Active => self.active.len(),
-                JobState::Completed => self.completed.len(),
-                JobState::Failed => self.failed.len(),
+                JobState::Completed => self.completed.len() + self.evicted_count(s) as usize,
+                JobState::Failed => self.failed.len() + self.evicted_count(s) as usize,
                 JobState::WaitingChildren => 0,
             },
         }

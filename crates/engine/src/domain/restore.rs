@@ -19,7 +19,7 @@ fn parse_array(text: Option<&str>) -> Vec<Box<str>> {
         .unwrap_or_default()
 }
 
-fn job_of(row: JobRow) -> Job {
+pub(super) fn job_of(row: JobRow) -> Job {
     let opts = row
         .opts
         .as_deref()
@@ -55,6 +55,19 @@ fn job_of(row: JobRow) -> Job {
         }));
     }
     job
+}
+
+/// The JSON record of a stored job row (as `getJob` returns it).
+pub fn row_json(row: JobRow) -> String {
+    let job = job_of(row);
+    let mut s = String::with_capacity(256 + job.data.len());
+    job.write_json(&mut s, false);
+    s
+}
+
+/// The log rows of a stored job row.
+pub fn row_logs(row: &JobRow) -> Vec<Box<str>> {
+    parse_array(row.extra.logs.as_deref())
 }
 
 impl QueueState {

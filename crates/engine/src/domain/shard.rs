@@ -24,13 +24,16 @@ pub struct Shard {
     totals: ShardTotals,
     /// New queues persist their changes (durable engine).
     persist: bool,
+    /// Finished jobs per state a durable queue keeps in memory.
+    finished_limit: usize,
 }
 
 impl Shard {
     /// An empty shard; with `persist`, its queues record changes for storage.
-    pub fn new(persist: bool) -> Shard {
+    pub fn new(persist: bool, finished_limit: usize) -> Shard {
         Shard {
             persist,
+            finished_limit,
             ..Shard::default()
         }
     }
@@ -51,10 +54,13 @@ impl Shard {
 
     /// Runs `f` on a queue, creating it empty on first use, and keeps the totals right.
     pub fn with_queue<R>(&mut self, name: &Arc<str>, f: impl FnOnce(&mut QueueState) -> R) -> R {
-        let persist = self.persist;
+        let (persist, limit) = (self.persist, self.finished_limit);
         let q = self.queues.entry(name.clone()).or_insert_with(|| {
             let mut q = QueueState::new(name.clone());
             q.set_persist(persist);
+            if persist {
+                q.set_finished_limit(limit);
+            }
             q
         });
         let before = q.tallies();

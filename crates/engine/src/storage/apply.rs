@@ -1,10 +1,23 @@
 //! Applies [`StorageOp`]s inside one transaction with cached prepared statements. Consecutive
 //! inserts go in multi-row `INSERT` statements of up to [`INSERT_CHUNK`] rows.
 
+use std::sync::Arc;
+
 use rusqlite::{params, Connection, ToSql};
 
-use crate::domain::job::JobState;
-use crate::domain::persist::{JobRow, StorageOp};
+use crate::domain::job::{JobKey, JobState};
+use crate::domain::persist::{DeletedReply, JobRow, StorageOp};
+
+/// A row of an evicted job the writer deleted: queue, state, key, custom id.
+pub type Deleted = (Arc<str>, JobState, JobKey, Option<String>);
+
+/// What a transaction did besides writing: evicted rows it deleted, and replies to send once it
+/// is committed.
+#[derive(Default)]
+pub struct Applied {
+    pub deleted: Vec<Deleted>,
+    pub replies: Vec<(DeletedReply, Vec<String>)>,
+}
 
 /// Rows per multi-row insert (22 parameters each, well under SQLite's limit).
 pub const INSERT_CHUNK: usize = 32;
@@ -86,7 +99,9 @@ fn push_row<'a>(p: &mut Vec<Box<dyn ToSql + 'a>>, q: &'a str, r: &'a JobRow) {
 }
 
 /// Applies `ops` in order. The caller wraps the call in a transaction.
-pub fn apply(conn: &Connection, ops: &[StorageOp]) -> rusqlite::Result<()> {
+pub fn apply(conn: &Connection, ops: Vec<StorageOp>) -> rusqlite::Result<Applied> {
+    let mut done = Applied::default();
+    let mut ops = ops;
     let mut i = 0;
     while i < ops.len() {
         if let StorageOp::Insert(..) = &ops[i] {
@@ -105,15 +120,104 @@ pub fn apply(conn: &Connection, ops: &[StorageOp]) -> rusqlite::Result<()> {
             i = j;
             continue;
         }
-        apply_one(conn, &ops[i])?;
+        match &mut ops[i] {
+            StorageOp::TrimEvicted { .. }
+            | StorageOp::DropEvicted { .. }
+            | StorageOp::DeleteEvicted { .. } => delete_evicted(conn, &mut ops[i], &mut done)?,
+            op => apply_one(conn, op)?,
+        }
         i += 1;
     }
+    Ok(done)
+}
+
+fn id_of(key: JobKey, custom: &Option<String>) -> String {
+    custom.clone().unwrap_or_else(|| key.to_string())
+}
+
+fn delete_evicted(
+    conn: &Connection,
+    op: &mut StorageOp,
+    done: &mut Applied,
+) -> rusqlite::Result<()> {
+    let mut rows: Vec<(JobState, JobKey, Option<String>)> = Vec::new();
+    let reply = match op {
+        StorageOp::TrimEvicted {
+            queue,
+            state,
+            keep,
+            below_seq,
+        } => {
+            let mut stmt = conn.prepare_cached(
+                "DELETE FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 AND seq NOT IN \
+                 (SELECT seq FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 ORDER BY seq DESC LIMIT ?4) \
+                 RETURNING key, custom_id",
+            )?;
+            let mut q = stmt.query(params![
+                &**queue,
+                state_code(*state),
+                *below_seq as i64,
+                *keep as i64
+            ])?;
+            while let Some(r) = q.next()? {
+                rows.push((*state, r.get::<_, i64>(0)? as u64, r.get(1)?));
+            }
+            None
+        }
+        StorageOp::DropEvicted {
+            queue,
+            state,
+            finished_before,
+            below_seq,
+            limit,
+            reply,
+        } => {
+            let mut stmt = conn.prepare_cached(
+                "DELETE FROM jobs WHERE queue = ?1 AND key IN (SELECT key FROM jobs WHERE queue = ?1 \
+                 AND state = ?2 AND seq < ?3 AND finished_on < ?4 ORDER BY seq LIMIT ?5) RETURNING key, custom_id",
+            )?;
+            let lim: i64 = if *limit == 0 { -1 } else { *limit as i64 };
+            let mut q = stmt.query(params![
+                &**queue,
+                state_code(*state),
+                *below_seq as i64,
+                *finished_before as i64,
+                lim
+            ])?;
+            while let Some(r) = q.next()? {
+                rows.push((*state, r.get::<_, i64>(0)? as u64, r.get(1)?));
+            }
+            reply.take()
+        }
+        StorageOp::DeleteEvicted { queue, key, reply } => {
+            let mut stmt = conn.prepare_cached(
+                "DELETE FROM jobs WHERE queue = ?1 AND key = ?2 AND state IN (4, 5) RETURNING state, custom_id",
+            )?;
+            let mut q = stmt.query(params![&**queue, *key as i64])?;
+            while let Some(r) = q.next()? {
+                let st = state_of_code(r.get(0)?).unwrap_or(JobState::Completed);
+                rows.push((st, *key, r.get(1)?));
+            }
+            reply.take()
+        }
+        _ => None,
+    };
+    let queue = op.queue().clone();
+    if let Some(tx) = reply {
+        done.replies
+            .push((tx, rows.iter().map(|(_, k, c)| id_of(*k, c)).collect()));
+    }
+    done.deleted
+        .extend(rows.into_iter().map(|(s, k, c)| (queue.clone(), s, k, c)));
     Ok(())
 }
 
 fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
     match op {
-        StorageOp::Insert(..) => Ok(()),
+        StorageOp::Insert(..)
+        | StorageOp::TrimEvicted { .. }
+        | StorageOp::DropEvicted { .. }
+        | StorageOp::DeleteEvicted { .. } => Ok(()),
         StorageOp::State(q, key, s) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET state = ?3, priority = ?4, delay = ?5, run_at = ?6, ord = ?7, seq = ?8, \

@@ -7,6 +7,8 @@ pub mod schema;
 pub mod writer;
 
 #[cfg(test)]
+mod evicted_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fs::File;
@@ -16,6 +18,7 @@ use parking_lot::Mutex;
 
 use crate::domain::persist::StorageOp;
 use crate::error::{EngineError, Result};
+pub use apply::Deleted;
 pub use recovery::Snapshot;
 pub use writer::OnCommit;
 use writer::Writer;
@@ -25,6 +28,8 @@ pub struct Storage {
     path: PathBuf,
     lock: Mutex<Option<File>>,
     writer: Writer,
+    /// Read-only connection for reads of evicted jobs, opened on first use.
+    reader: Mutex<Option<rusqlite::Connection>>,
 }
 
 impl Storage {
@@ -33,11 +38,17 @@ impl Storage {
     /// Errors: `ERR_STORAGE_LOCKED` when another engine holds the file, `ERR_STORAGE_FOREIGN`,
     /// `ERR_STORAGE_VERSION` or `ERR_STORAGE_CORRUPT` for files we must not touch,
     /// `ERR_STORAGE_IO` otherwise.
-    pub fn open(path: &Path, sync_full: bool) -> Result<(Storage, Snapshot)> {
+    /// Keeps at most `finished_limit` finished jobs per state and queue in the snapshot.
+    pub fn open(
+        path: &Path,
+        sync_full: bool,
+        finished_limit: usize,
+    ) -> Result<(Storage, Snapshot)> {
         let lock = schema::lock_file(path)?;
         let conn = schema::open(path, &lock, sync_full)?;
         let shown = path.display().to_string();
-        let snapshot = recovery::load(&conn).map_err(|e| schema::classify(&shown, e))?;
+        let snapshot =
+            recovery::load(&conn, finished_limit).map_err(|e| schema::classify(&shown, e))?;
         let writer = Writer::start(conn, path.to_path_buf(), sync_full).map_err(|e| {
             EngineError::StorageIo {
                 path: shown,
@@ -49,6 +60,7 @@ impl Storage {
                 path: path.to_path_buf(),
                 lock: Mutex::new(Some(lock)),
                 writer,
+                reader: Mutex::new(None),
             },
             snapshot,
         ))
@@ -89,8 +101,25 @@ impl Storage {
         self.writer.require_fsync();
     }
 
+    /// Runs a read on the read-only connection. Blocking: call it off the JS thread.
+    pub fn read<R>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
+    ) -> Result<R> {
+        let shown = self.path.display().to_string();
+        let mut guard = self.reader.lock();
+        if guard.is_none() {
+            *guard = Some(schema::open_reader(&self.path)?);
+        }
+        match guard.as_ref() {
+            Some(conn) => f(conn).map_err(|e| schema::classify(&shown, e)),
+            None => Err(EngineError::Internal("reader connection missing".into())),
+        }
+    }
+
     /// Flushes, checkpoints, stops the writer and releases the file lock.
     pub fn close(&self) {
+        self.reader.lock().take();
         self.writer.close();
         self.lock.lock().take();
     }

@@ -1,89 +1,142 @@
-//! Reading a database back at open: every queue row and every job row, grouped by queue.
+//! Reading a database back at open: every queue row, every unfinished job, and of the finished
+//! ones only the newest `limit` per state and queue; of the others (evicted), their number and
+//! custom ids.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Row};
 
-use super::apply::state_of_code;
+use super::apply::{state_code, state_of_code};
+use crate::domain::job::{JobKey, JobState};
 use crate::domain::persist::{ExtraCols, JobRow, QueueRow, StateCols};
 
-/// Everything a database holds, by queue name.
+/// What is read back for one queue.
 #[derive(Default)]
-pub struct Snapshot {
-    pub queues: BTreeMap<String, (Option<QueueRow>, Vec<JobRow>)>,
+pub struct SavedQueue {
+    pub meta: Option<QueueRow>,
+    pub rows: Vec<JobRow>,
+    /// Finished rows left on disk, per state (completed, failed).
+    pub evicted_count: [u64; 2],
+    /// Custom ids of those rows.
+    pub evicted_ids: Vec<(Box<str>, JobKey)>,
 }
 
-/// Reads the whole database.
-pub fn load(conn: &Connection) -> rusqlite::Result<Snapshot> {
+/// Everything needed to rebuild the engine, by queue name.
+#[derive(Default)]
+pub struct Snapshot {
+    pub queues: BTreeMap<String, SavedQueue>,
+}
+
+/// Columns of a job row, in the order [`row_of`] reads them.
+pub const JOB_SELECT: &str = "SELECT queue, key, custom_id, name, data, opts, state, priority, delay, \
+     timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, progress, \
+     returnvalue, failed_reason, stacktrace, logs FROM jobs";
+
+/// Reads one job row (columns of [`JOB_SELECT`]).
+pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Result<JobRow> {
+    let name: String = r.get(3)?;
+    let interned = match names.get(&name) {
+        Some(n) => n.clone(),
+        None => {
+            let n: Arc<str> = Arc::from(name.as_str());
+            if names.len() < 1_024 {
+                names.insert(name, n.clone());
+            }
+            n
+        }
+    };
+    let code: i64 = r.get(6)?;
+    let Some(state) = state_of_code(code) else {
+        return Err(rusqlite::Error::IntegralValueOutOfRange(6, code));
+    };
+    Ok(JobRow {
+        key: r.get::<_, i64>(1)? as u64,
+        custom_id: r.get::<_, Option<String>>(2)?.map(Into::into),
+        name: interned,
+        data: r.get::<_, String>(4)?.into(),
+        opts: r.get::<_, Option<String>>(5)?.map(Into::into),
+        timestamp: r.get::<_, i64>(9)? as u64,
+        state: StateCols {
+            state,
+            priority: r.get::<_, i64>(7)? as u32,
+            delay: r.get::<_, i64>(8)? as u64,
+            run_at: r.get::<_, i64>(10)? as u64,
+            ord: r.get(11)?,
+            seq: r.get::<_, i64>(12)? as u64,
+            processed_on: r.get::<_, i64>(13)? as u64,
+            finished_on: r.get::<_, i64>(14)? as u64,
+            attempts_made: r.get::<_, i64>(15)? as u32,
+            attempts_started: r.get::<_, i64>(16)? as u32,
+        },
+        extra: ExtraCols {
+            progress: r.get::<_, Option<String>>(17)?.map(Into::into),
+            returnvalue: r.get::<_, Option<String>>(18)?.map(Into::into),
+            failed_reason: r.get::<_, Option<String>>(19)?.map(Into::into),
+            stacktrace: r.get(20)?,
+            logs: r.get(21)?,
+        },
+    })
+}
+
+/// Reads the database back, keeping at most `limit` finished jobs per state and queue.
+pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
     let mut snap = Snapshot::default();
+    let mut names = BTreeMap::new();
     let mut stmt = conn.prepare("SELECT name, last_auto_id, custom_seq, paused FROM queues")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            QueueRow {
-                last_auto_id: r.get::<_, i64>(1)? as u64,
-                custom_seq: r.get::<_, i64>(2)? as u64,
-                paused: r.get(3)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (name, q) = row?;
-        snap.queues.entry(name).or_default().0 = Some(q);
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let name: String = r.get(0)?;
+        snap.queues.entry(name).or_default().meta = Some(QueueRow {
+            last_auto_id: r.get::<_, i64>(1)? as u64,
+            custom_seq: r.get::<_, i64>(2)? as u64,
+            paused: r.get(3)?,
+        });
     }
-    let mut stmt = conn.prepare(
-        "SELECT queue, key, custom_id, name, data, opts, state, priority, delay, timestamp, run_at, ord, \
-         seq, processed_on, finished_on, attempts_made, attempts_started, progress, returnvalue, \
-         failed_reason, stacktrace, logs FROM jobs ORDER BY queue, key",
-    )?;
-    let mut names: BTreeMap<String, Arc<str>> = BTreeMap::new();
+    let mut stmt = conn.prepare(&format!(
+        "{JOB_SELECT} WHERE state NOT IN (4, 5) ORDER BY queue, key"
+    ))?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let queue: String = r.get(0)?;
-        let name: String = r.get(3)?;
-        let interned = match names.get(&name) {
-            Some(n) => n.clone(),
-            None => {
-                let n: Arc<str> = Arc::from(name.as_str());
-                if names.len() < 1_024 {
-                    names.insert(name, n.clone());
-                }
-                n
+        let row = row_of(r, &mut names)?;
+        snap.queues.entry(queue).or_default().rows.push(row);
+    }
+    let mut stmt = conn.prepare(
+        "SELECT queue, state, count(*) FROM jobs WHERE state IN (4, 5) GROUP BY queue, state",
+    )?;
+    let finished: Vec<(String, i64, u64)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut newest = conn.prepare(&format!(
+        "{JOB_SELECT} WHERE queue = ?1 AND state = ?2 ORDER BY seq DESC LIMIT ?3"
+    ))?;
+    let mut old_ids = conn.prepare(
+        "SELECT custom_id, key FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 AND custom_id IS NOT NULL",
+    )?;
+    for (queue, code, total) in finished {
+        let state = state_of_code(code).unwrap_or(JobState::Completed);
+        let saved = snap.queues.entry(queue.clone()).or_default();
+        let mut kept = Vec::new();
+        let mut q = newest.query(rusqlite::params![queue, code, limit as i64])?;
+        while let Some(r) = q.next()? {
+            kept.push(row_of(r, &mut names)?);
+        }
+        let evicted = total.saturating_sub(kept.len() as u64);
+        if evicted > 0 {
+            let oldest_kept = kept.last().map_or(i64::MAX, |r| r.state.seq as i64);
+            let ids = old_ids.query_map(
+                rusqlite::params![queue, state_code(state), oldest_kept],
+                |r| Ok((r.get::<_, String>(0)?.into(), r.get::<_, i64>(1)? as u64)),
+            )?;
+            for id in ids {
+                saved.evicted_ids.push(id?);
             }
-        };
-        let code: i64 = r.get(6)?;
-        let Some(state) = state_of_code(code) else {
-            return Err(rusqlite::Error::IntegralValueOutOfRange(6, code));
-        };
-        let row = JobRow {
-            key: r.get::<_, i64>(1)? as u64,
-            custom_id: r.get::<_, Option<String>>(2)?.map(Into::into),
-            name: interned,
-            data: r.get::<_, String>(4)?.into(),
-            opts: r.get::<_, Option<String>>(5)?.map(Into::into),
-            timestamp: r.get::<_, i64>(9)? as u64,
-            state: StateCols {
-                state,
-                priority: r.get::<_, i64>(7)? as u32,
-                delay: r.get::<_, i64>(8)? as u64,
-                run_at: r.get::<_, i64>(10)? as u64,
-                ord: r.get(11)?,
-                seq: r.get::<_, i64>(12)? as u64,
-                processed_on: r.get::<_, i64>(13)? as u64,
-                finished_on: r.get::<_, i64>(14)? as u64,
-                attempts_made: r.get::<_, i64>(15)? as u32,
-                attempts_started: r.get::<_, i64>(16)? as u32,
-            },
-            extra: ExtraCols {
-                progress: r.get::<_, Option<String>>(17)?.map(Into::into),
-                returnvalue: r.get::<_, Option<String>>(18)?.map(Into::into),
-                failed_reason: r.get::<_, Option<String>>(19)?.map(Into::into),
-                stacktrace: r.get(20)?,
-                logs: r.get(21)?,
-            },
-        };
-        snap.queues.entry(queue).or_default().1.push(row);
+        }
+        saved.evicted_count[usize::from(state == JobState::Failed)] = evicted;
+        saved.rows.extend(kept);
     }
     Ok(snap)
 }

@@ -12,12 +12,13 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex};
 use rusqlite::Connection;
 
-use super::apply::apply;
+use super::apply::{apply, Applied, Deleted};
 use crate::domain::persist::StorageOp;
 use crate::error::EngineError;
 
-/// Called on the writer thread after each commit with the committed sequence number.
-pub type OnCommit = Arc<dyn Fn(u64) + Send + Sync>;
+/// Called on the writer thread after each commit with the committed sequence number and the
+/// evicted rows the transaction deleted.
+pub type OnCommit = Arc<dyn Fn(u64, Vec<Deleted>) + Send + Sync>;
 
 struct Pending {
     ops: Vec<StorageOp>,
@@ -125,27 +126,31 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
             }
             (std::mem::take(&mut p.ops), p.seq, p.closing)
         };
+        let mut applied = Applied::default();
         if !ops.is_empty() && shared.failure.lock().is_none() {
             let want_full = shared.sync_full.load(Ordering::Acquire);
             if want_full != sync_full {
                 sync_full = want_full;
-                let _ = conn.pragma_update(
-                    None,
-                    "synchronous",
-                    if sync_full { "FULL" } else { "NORMAL" },
-                );
+                let level = if sync_full { "FULL" } else { "NORMAL" };
+                let _ = conn.pragma_update(None, "synchronous", level);
             }
-            if let Err(e) = commit(&conn, &ops) {
-                *shared.failure.lock() = Some(EngineError::StorageIo {
-                    path: shown.clone(),
-                    reason: e.to_string(),
-                });
+            match commit(&conn, ops) {
+                Ok(a) => applied = a,
+                Err(e) => {
+                    *shared.failure.lock() = Some(EngineError::StorageIo {
+                        path: shown.clone(),
+                        reason: e.to_string(),
+                    })
+                }
             }
         }
         shared.committed.store(seq, Ordering::Release);
         let hook = shared.on_commit.lock().clone();
         if let Some(f) = hook {
-            f(seq);
+            f(seq, applied.deleted);
+        }
+        for (tx, ids) in applied.replies {
+            let _ = tx.send(ids);
         }
         if closing && shared.pending.lock().ops.is_empty() {
             break;
@@ -155,10 +160,10 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
     drop(conn);
 }
 
-fn commit(conn: &Connection, ops: &[StorageOp]) -> rusqlite::Result<()> {
+fn commit(conn: &Connection, ops: Vec<StorageOp>) -> rusqlite::Result<Applied> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     match apply(conn, ops) {
-        Ok(()) => conn.execute_batch("COMMIT"),
+        Ok(a) => conn.execute_batch("COMMIT").map(|()| a),
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)

@@ -1,0 +1,199 @@
+//! Finished jobs beyond the in-memory bound of a durable queue.
+//!
+//! A durable queue keeps at most `finished_limit` completed and as many failed jobs in memory
+//! (the newest); older ones are *evicted*: they leave the job map and the ordered finished set but
+//! stay in the file, where getters and lookups read them. Memory keeps only their number per
+//! state and the custom ids among them (so a duplicate `jobId` is still recognised without
+//! touching disk). Evicted rows are always the oldest of their state, so "evicted" is exactly
+//! "on disk with a `seq` below the oldest in-memory one".
+//!
+//! Deleting evicted rows (retention, `clean`, `remove`) is done by idempotent storage operations;
+//! the writer reports what it deleted and [`QueueState::forget_evicted`] settles the counts.
+
+use rustc_hash::FxHashMap;
+
+use super::job::{parse_auto_id, JobKey, JobState, CUSTOM_KEY_BIT};
+use super::persist::{JobRow, StorageOp, STATE};
+use super::queue::QueueState;
+
+/// Finished jobs kept in memory per state and queue on a durable engine (spec: bounded sets).
+pub const DEFAULT_FINISHED_IN_MEMORY: usize = 10_000;
+
+/// Index of a finished state in per-state arrays: completed 0, failed 1.
+pub fn fin(state: JobState) -> usize {
+    usize::from(state == JobState::Failed)
+}
+
+/// The finished state of an index.
+pub fn fin_state(i: usize) -> JobState {
+    if i == 1 {
+        JobState::Failed
+    } else {
+        JobState::Completed
+    }
+}
+
+/// What a queue knows of its evicted jobs.
+#[derive(Debug, Default)]
+pub struct Evicted {
+    /// Evicted rows per finished state.
+    pub count: [u64; 2],
+    /// Custom ids of evicted jobs.
+    pub ids: FxHashMap<Box<str>, JobKey>,
+}
+
+impl QueueState {
+    /// Sets how many finished jobs per state stay in memory (durable queues).
+    pub fn set_finished_limit(&mut self, limit: usize) {
+        self.finished_limit = limit.max(1);
+    }
+
+    /// Evicted rows of a finished state.
+    pub fn evicted_count(&self, state: JobState) -> u64 {
+        match state {
+            JobState::Completed | JobState::Failed => self.evicted.count[fin(state)],
+            _ => 0,
+        }
+    }
+
+    /// Whether any finished job lives only on disk.
+    pub fn has_evicted(&self) -> bool {
+        self.evicted.count.iter().any(|c| *c > 0) || !self.evicted.ids.is_empty()
+    }
+
+    /// `seq` of the oldest in-memory finished job of `state` (`u64::MAX` if none): every evicted
+    /// row of that state has a smaller one.
+    pub fn oldest_in_memory(&self, state: JobState) -> u64 {
+        let set = if state == JobState::Failed {
+            &self.failed
+        } else {
+            &self.completed
+        };
+        set.first_key_value().map_or(u64::MAX, |(s, _)| *s)
+    }
+
+    /// Moves the oldest finished jobs beyond the bound out of memory. Runs after the call's
+    /// changes were snapshotted for storage, so their rows are already on the way to the file.
+    pub fn evict_overflow(&mut self) {
+        if !self.dirty.persist {
+            return;
+        }
+        for state in [JobState::Completed, JobState::Failed] {
+            while self.finished_set(state).len() > self.finished_limit {
+                let Some((_, key)) = self.finished_set(state).pop_first() else {
+                    break;
+                };
+                if let Some(job) = self.jobs.remove(&key) {
+                    if let Some(id) = job.custom_id {
+                        self.custom_ids.remove(&id);
+                        self.evicted.ids.insert(id, key);
+                    }
+                    self.evicted.count[fin(state)] += 1;
+                }
+            }
+        }
+    }
+
+    /// The key of a job that may be evicted (on disk only), if the id can name one.
+    pub fn evicted_key(&self, id: &str) -> Option<JobKey> {
+        if !self.has_evicted() {
+            return None;
+        }
+        match parse_auto_id(id) {
+            Some(n) if n <= self.last_auto_id && !self.jobs.contains_key(&n) => Some(n),
+            Some(_) => None,
+            None => self.evicted.ids.get(id).copied(),
+        }
+    }
+
+    /// Queues an operation on evicted rows (durable queues only).
+    pub fn push_disk_op(&mut self, op: StorageOp) {
+        self.disk_op(op);
+    }
+
+    /// Queues an idempotent deletion of evicted rows of `state`.
+    pub(super) fn disk_op(&mut self, op: StorageOp) {
+        if self.dirty.persist {
+            self.dirty.disk.push(op);
+        }
+    }
+
+    /// Retention by count over memory and disk: keeps the newest `keep` of `state` overall.
+    pub(super) fn trim_evicted(&mut self, state: JobState, keep: u64) {
+        let mem = self.finished_set(state).len() as u64;
+        if self.evicted.count[fin(state)] == 0 || mem + self.evicted.count[fin(state)] <= keep {
+            return;
+        }
+        let op = StorageOp::TrimEvicted {
+            queue: self.name.clone(),
+            state,
+            keep: keep.saturating_sub(mem),
+            below_seq: self.oldest_in_memory(state),
+        };
+        self.disk_op(op);
+    }
+
+    /// Retention by age over disk: drops evicted rows of `state` finished before `cutoff`.
+    pub(super) fn drop_evicted_older(&mut self, state: JobState, cutoff: u64) {
+        if self.evicted.count[fin(state)] == 0 {
+            return;
+        }
+        let op = StorageOp::DropEvicted {
+            queue: self.name.clone(),
+            state,
+            finished_before: cutoff,
+            below_seq: self.oldest_in_memory(state),
+            limit: 0,
+            reply: None,
+        };
+        self.disk_op(op);
+    }
+
+    /// Settles counts after the writer deleted evicted rows (`(key, custom_id)` each).
+    pub fn forget_evicted(&mut self, state: JobState, deleted: &[(JobKey, Option<String>)]) {
+        let i = fin(state);
+        self.evicted.count[i] = self.evicted.count[i].saturating_sub(deleted.len() as u64);
+        for (key, id) in deleted {
+            if let Some(id) = id {
+                if self.evicted.ids.get(id.as_str()) == Some(key) {
+                    self.evicted.ids.remove(id.as_str());
+                }
+            }
+        }
+    }
+
+    /// Brings an evicted job back into memory (to change it), as the newest of its state.
+    /// Returns false if it is not an evicted finished job.
+    pub fn revive(&mut self, row: JobRow) -> bool {
+        let state = row.state.state;
+        if self.jobs.contains_key(&row.key)
+            || !matches!(state, JobState::Completed | JobState::Failed)
+        {
+            return false;
+        }
+        let mut job = super::restore::job_of(row);
+        let seq = self.next_state_seq();
+        job.state_seq = seq;
+        let key = job.key;
+        if let Some(id) = &job.custom_id {
+            self.evicted.ids.remove(id);
+            self.custom_ids.insert(id.clone(), key);
+        }
+        self.finished_set(state).insert(seq, key);
+        self.jobs.insert(key, job);
+        let i = fin(state);
+        self.evicted.count[i] = self.evicted.count[i].saturating_sub(1);
+        self.touch(key, STATE);
+        true
+    }
+
+    /// Restores the evicted bookkeeping at open.
+    pub fn set_evicted(&mut self, count: [u64; 2], ids: Vec<(Box<str>, JobKey)>) {
+        self.evicted.count = count;
+        for (id, key) in ids {
+            if key & CUSTOM_KEY_BIT != 0 && !self.custom_ids.contains_key(&id) {
+                self.evicted.ids.insert(id, key);
+            }
+        }
+    }
+}
