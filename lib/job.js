@@ -6,6 +6,11 @@ const { binding, decode } = require('./native')
 const { QueueError } = require('./errors')
 const v = require('./validate')
 
+/** The disk-aware reads of queue.js (required lazily: queue.js requires this file). */
+function reads() {
+  return require('./queue')
+}
+
 function orUndefined(x) {
   return x === null ? undefined : x
 }
@@ -66,9 +71,20 @@ class Job {
     }
   }
 
-  /** Runs a changing call and resolves once its change is durable. */
+  /**
+   * Runs a changing call and resolves once its change is durable. A finished job that only the
+   * file holds any more is brought back into memory first.
+   */
   async _change(fn, ...args) {
-    const r = this._call(fn, ...args)
+    let r
+    try {
+      r = this._call(fn, ...args)
+    } catch (e) {
+      if (e.code !== 'ERR_JOB_NOT_FOUND' || !reads().mayBeOnDisk(this.queue, this.id)) throw e
+      await reads().settled(this.queue)
+      if (!(await reads().native(binding.reviveJob(this.queue._h, this.id)))) throw e
+      r = this._call(fn, ...args)
+    }
     const wait = this.queue._commitWait()
     if (wait) await wait
     return r
@@ -90,7 +106,8 @@ class Job {
 
   /** The job's current state, or 'unknown' once it is gone. */
   async getState() {
-    return this._call(binding.getState)
+    this.queue._ensureOpen()
+    return reads().stateOf(this.queue, this.id)
   }
 
   /** Replaces the job's data. */
@@ -191,22 +208,20 @@ class Job {
         }, ttl)
       }
       // The job may have finished before we started listening.
-      let state
-      let record
-      try {
-        state = binding.getState(this._h, this.id)
-        record = state === 'completed' || state === 'failed' ? JSON.parse(binding.getJob(this._h, this.id)) : null
-      } catch (e) {
-        stop()
-        clearTimeout(timer)
-        return reject(decode(e))
-      }
-      if (record) {
+      const check = async () => {
+        const state = await reads().stateOf(this.queue, this.id)
+        if (state !== 'completed' && state !== 'failed') return
+        const record = JSON.parse(await reads().jobRecord(this.queue, this.id))
         stop()
         clearTimeout(timer)
         if (state === 'completed') resolve(record.returnvalue)
         else reject(new Error(record.failedReason))
       }
+      check().catch((e) => {
+        stop()
+        clearTimeout(timer)
+        reject(e)
+      })
     })
   }
 

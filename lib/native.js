@@ -114,7 +114,8 @@ class Engine {
 /**
  * Finds (or opens) the engine for an object's options and counts one more user of it.
  * Options: `dataPath` (else env FERROQUEUE_DATA_PATH; in memory without either) and
- * `durability` ('commit' by default, 'fsync', 'buffered').
+ * `durability` ('commit' by default, 'fsync', 'buffered'). Env FERROQUEUE_FINISHED_IN_MEMORY
+ * bounds the finished jobs per state a new durable engine keeps in memory.
  */
 function acquireEngine(opts) {
   let dataPath = opts.dataPath
@@ -127,9 +128,18 @@ function acquireEngine(opts) {
     const e = new RangeError(`durability must be one of ${DURABILITY.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(durability)}`)
     throw Object.assign(e, { code: 'ERR_INVALID_OPTION' })
   }
+  let finished = null
+  const bound = process.env.FERROQUEUE_FINISHED_IN_MEMORY
+  if (dataPath && bound !== undefined && bound !== '') {
+    finished = Number(bound)
+    if (!Number.isInteger(finished) || finished < 1 || finished > 2 ** 32 - 1) {
+      const e = new RangeError(`FERROQUEUE_FINISHED_IN_MEMORY must be an integer >= 1, got ${JSON.stringify(bound)}`)
+      throw Object.assign(e, { code: 'ERR_INVALID_OPTION' })
+    }
+  }
   let id
   try {
-    id = binding.openEngine(dataPath ? path.resolve(dataPath) : null, durability === 'fsync')
+    id = binding.openEngine(dataPath ? path.resolve(dataPath) : null, durability === 'fsync', finished)
   } catch (e) {
     throw decode(e)
   }

@@ -46,6 +46,55 @@ function commitWait(owner) {
   return owner._durability === 'buffered' ? null : owner._engine.commitBarrier()
 }
 
+/** Resolves once every change submitted so far is committed (whatever the durability). */
+async function settled(owner) {
+  const wait = owner._engine.commitBarrier()
+  if (wait) await wait
+}
+
+/** Whether `id` may name a finished job that only the queue's file holds. */
+function mayBeOnDisk(owner, id) {
+  return owner._engine.durable && binding.maybeEvicted(owner._h, id)
+}
+
+async function native(p) {
+  try {
+    return await p
+  } catch (e) {
+    throw decode(e)
+  }
+}
+
+/** A job's JSON record from memory, or from the file for an evicted job; null when absent. */
+async function jobRecord(owner, id) {
+  let text
+  try {
+    text = binding.getJob(owner._h, id)
+  } catch (e) {
+    throw decode(e)
+  }
+  if (text === null && mayBeOnDisk(owner, id)) {
+    await settled(owner)
+    text = await native(binding.getJobFromDisk(owner._h, id))
+  }
+  return text
+}
+
+/** A job's state from memory, or from the file for an evicted job. */
+async function stateOf(owner, id) {
+  let state
+  try {
+    state = binding.getState(owner._h, id)
+  } catch (e) {
+    throw decode(e)
+  }
+  if (state === 'unknown' && mayBeOnDisk(owner, id)) {
+    await settled(owner)
+    state = await native(binding.getStateFromDisk(owner._h, id))
+  }
+  return state
+}
+
 function checkTypes(types) {
   const list = types === undefined ? [] : Array.isArray(types) ? types.flat() : [types]
   for (const t of list) {
@@ -190,7 +239,8 @@ class Queue extends EventEmitter {
     if (typeof id !== 'string') {
       throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
     }
-    const text = this._call(binding.getJob, id)
+    this._ensureOpen()
+    const text = await jobRecord(this, id)
     return text === null ? undefined : Job.fromRecord(this, JSON.parse(text))
   }
 
@@ -199,14 +249,21 @@ class Queue extends EventEmitter {
     if (typeof id !== 'string') {
       throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
     }
-    return this._call(binding.getState, id)
+    this._ensureOpen()
+    return stateOf(this, id)
   }
 
   /** Jobs in the given states, `start`..`end` inclusive (-1: last), newest first unless `asc`. */
   async getJobs(types, start = 0, end = -1, asc = false) {
     const list = checkTypes(types)
     v.range(start, end)
-    const text = this._call(binding.getJobs, list.length ? list : ALL_TYPES.filter((t) => t !== 'paused'), start, end, !!asc)
+    const types_ = list.length ? list : ALL_TYPES.filter((t) => t !== 'paused')
+    let text = this._call(binding.getJobs, types_, start, end, !!asc)
+    if (this._engine.durable && types_.some((t) => t === 'completed' || t === 'failed') && binding.hasEvicted(this._h)) {
+      // Finished jobs beyond the in-memory bound are only in the file: list from there.
+      await settled(this)
+      text = await native(binding.getJobsWithDisk(this._h, types_, start, end, !!asc))
+    }
     return JSON.parse(text).map((r) => Job.fromRecord(this, r))
   }
 
@@ -294,11 +351,14 @@ class Queue extends EventEmitter {
       throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
     }
     try {
-      return (await this._change(binding.removeJob, id)) ? 1 : 0
+      if (await this._change(binding.removeJob, id)) return 1
     } catch (e) {
       if (e.code === 'ERR_JOB_LOCKED') return 0
       throw e
     }
+    if (!mayBeOnDisk(this, id)) return 0
+    const removed = await native(binding.removeEvicted(this._h, id))
+    return removed ? 1 : 0
   }
 
   /** Removes up to `limit` (0: all) jobs of `type` older than `grace` ms; resolves their ids. */
@@ -310,7 +370,13 @@ class Queue extends EventEmitter {
         code: 'ERR_INVALID_OPTION',
       })
     }
-    const ids = await this._change(binding.clean, grace, limit, type)
+    let ids
+    if (this._engine.durable && (type === 'completed' || type === 'failed') && binding.hasEvicted(this._h)) {
+      this._ensureOpen()
+      ids = await native(binding.cleanWithDisk(this._h, grace, limit, type))
+      const wait = commitWait(this)
+      if (wait) await wait
+    } else ids = await this._change(binding.clean, grace, limit, type)
     this.emit('cleaned', ids, type)
     return ids
   }
@@ -324,7 +390,13 @@ class Queue extends EventEmitter {
   /** A page of a job's log rows and their total. */
   async getJobLogs(id, start = 0, end = -1, asc = true) {
     v.range(start, end)
-    return JSON.parse(this._call(binding.getLogs, String(id), start, end, !!asc))
+    id = String(id)
+    const inMemory = this._call(binding.getState, id) !== 'unknown'
+    if (!inMemory && mayBeOnDisk(this, id)) {
+      await settled(this)
+      return JSON.parse(await native(binding.getLogsFromDisk(this._h, id, start, end, !!asc)))
+    }
+    return JSON.parse(this._call(binding.getLogs, id, start, end, !!asc))
   }
 
   /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
@@ -334,4 +406,4 @@ class Queue extends EventEmitter {
   }
 }
 
-module.exports = { Queue, openHandle, closeHandle, commitWait, ALL_TYPES }
+module.exports = { Queue, openHandle, closeHandle, commitWait, settled, mayBeOnDisk, jobRecord, stateOf, native, ALL_TYPES }

@@ -10,6 +10,7 @@
 // they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod disk;
 mod durability;
 mod errors;
 mod events;

@@ -54,9 +54,15 @@ fn resolve(path: &str) -> Result<PathBuf> {
 }
 
 /// Opens an engine: in memory without `path` (always engine 0), else the durable engine of that
-/// file, creating or recovering it on first use. `fsync` makes its commits fsync.
+/// file, creating or recovering it on first use. `fsync` makes its commits fsync;
+/// `finished_in_memory` bounds the finished jobs per state and queue kept in memory (default
+/// 10,000; only used when the engine is created).
 #[napi(catch_unwind)]
-pub fn open_engine(path: Option<String>, fsync: bool) -> Result<u32> {
+pub fn open_engine(
+    path: Option<String>,
+    fsync: bool,
+    finished_in_memory: Option<u32>,
+) -> Result<u32> {
     let mut r = registry().write();
     if r.engines.is_empty() {
         let engine = Engine::new(EngineConfig::default()).map_err(to_napi)?;
@@ -73,6 +79,7 @@ pub fn open_engine(path: Option<String>, fsync: bool) -> Result<u32> {
     let engine = Engine::new(EngineConfig {
         path: Some(resolved.clone()),
         sync_full: fsync,
+        finished_in_memory: finished_in_memory.map(|n| n.max(1) as usize),
         ..EngineConfig::default()
     })
     .map_err(to_napi)?;
