@@ -165,7 +165,7 @@ class Worker extends EventEmitter {
         continue
       }
       if (text.length === 2) {
-        if (this._active.size === 0) this._maybeDrained()
+        if (this._active.size === 0 && this._emitting.size === 0) this._maybeDrained()
         this._pulling = true
         try {
           text = await binding.pull(h, this._puller, free, this._pullTimeout)
@@ -280,14 +280,21 @@ class Worker extends EventEmitter {
         if (result === 0) this._emitSafe('completed', job, job.returnvalue, 'active')
         else if (result === 1 || result === 2) this._emitSafe('failed', job, error, 'active')
       }
-      if (this._active.size === 0 && this._pulling) this._maybeDrained()
+      if (this._active.size === 0 && this._pulling && this._emitting.size === 0) this._maybeDrained()
     }
     // Outcomes are reported only once they are durable (at once in memory).
     const wait = results ? commitWait(this) : null
     if (wait) {
-      const p = wait
-        .then(emit, (err) => this._emitError(err))
-        .finally(() => this._emitting.delete(p))
+      const p = wait.then(
+        () => {
+          this._emitting.delete(p)
+          emit()
+        },
+        (err) => {
+          this._emitting.delete(p)
+          this._emitError(err)
+        },
+      )
       this._emitting.add(p)
     } else emit()
     if (this._active.size === 0) {
