@@ -24,6 +24,7 @@ class Engine {
     this.waits = [] // { seq, resolve, reject }, in seq order
     this.barrier = null
     this.committed = 0
+    this.closed = false
     this.timer = null
     binding.setEventCallback(id, () => this._dispatch())
     if (durable) binding.setCommitCallback(id, () => this._onCommit())
@@ -74,12 +75,16 @@ class Engine {
   }
 
   _onCommit() {
-    this.committed = binding.takeCommitNotice(this.id)
     let failure = null
-    try {
-      binding.checkStorage(this.id)
-    } catch (e) {
-      failure = decode(e)
+    if (this.closed) {
+      this.committed = Infinity // closing committed everything that was submitted
+    } else {
+      try {
+        this.committed = binding.takeCommitNotice(this.id)
+        binding.checkStorage(this.id)
+      } catch (e) {
+        failure = decode(e)
+      }
     }
     let i = 0
     while (i < this.waits.length && (failure || this.waits[i].seq <= this.committed)) {
@@ -162,6 +167,7 @@ async function releaseEngine(engine) {
   } catch (e) {
     throw decode(e)
   } finally {
+    engine.closed = true
     engine._onCommit()
   }
 }

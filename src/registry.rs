@@ -14,10 +14,12 @@ use parking_lot::RwLock;
 
 use crate::errors::{range, to_napi};
 
+/// Closed engines and their queue handles become `None`, so that nothing keeps a closed engine's
+/// memory alive; calls through their handles fail with ERR_QUEUE_CLOSED.
 struct Registry {
-    engines: Vec<Engine>,
+    engines: Vec<Option<Engine>>,
     by_path: HashMap<PathBuf, u32>,
-    queues: Vec<(u32, Engine, QueueRef)>,
+    queues: Vec<Option<(u32, Engine, QueueRef)>>,
 }
 
 fn registry() -> &'static RwLock<Registry> {
@@ -66,13 +68,13 @@ pub fn open_engine(
     let mut r = registry().write();
     if r.engines.is_empty() {
         let engine = Engine::new(EngineConfig::default()).map_err(to_napi)?;
-        r.engines.push(engine);
+        r.engines.push(Some(engine));
     }
     let Some(path) = path else { return Ok(0) };
     let resolved = resolve(&path)?;
     if let Some(&id) = r.by_path.get(&resolved) {
-        if fsync {
-            r.engines[id as usize].require_fsync();
+        if let (true, Some(Some(e))) = (fsync, r.engines.get(id as usize)) {
+            e.require_fsync();
         }
         return Ok(id);
     }
@@ -84,7 +86,7 @@ pub fn open_engine(
     })
     .map_err(to_napi)?;
     let id = r.engines.len() as u32;
-    r.engines.push(engine);
+    r.engines.push(Some(engine));
     r.by_path.insert(resolved, id);
     Ok(id)
 }
@@ -95,15 +97,19 @@ pub fn open_engine(
 pub async fn close_engine(id: u32) -> Result<()> {
     let e = {
         let mut r = registry().write();
-        let e = r
-            .engines
-            .get(id as usize)
-            .cloned()
-            .ok_or_else(|| range("engine", format!("{id} is not an open engine")))?;
+        let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
+            return Ok(());
+        };
         if !e.is_durable() {
             return Ok(());
         }
         r.by_path.retain(|_, v| *v != id);
+        r.engines[id as usize] = None;
+        for slot in r.queues.iter_mut() {
+            if slot.as_ref().is_some_and(|(eid, _, _)| *eid == id) {
+                *slot = None;
+            }
+        }
         e
     };
     tokio::task::spawn_blocking(move || e.close())
@@ -115,34 +121,29 @@ pub async fn close_engine(id: u32) -> Result<()> {
 #[napi(catch_unwind)]
 pub fn open_queue(engine: u32, name: String) -> Result<u32> {
     let mut r = registry().write();
-    let e = r
-        .engines
-        .get(engine as usize)
-        .cloned()
-        .ok_or_else(|| range("engine", format!("{engine} is not an open engine")))?;
+    let Some(Some(e)) = r.engines.get(engine as usize).cloned() else {
+        return Err(range("engine", format!("{engine} is not an open engine")));
+    };
     let q = e.queue_ref(&name).map_err(to_napi)?;
-    if let Some(i) = r
-        .queues
-        .iter()
-        .position(|(id, _, qr)| *id == engine && qr == &q)
-    {
+    let found = r.queues.iter().position(|slot| {
+        slot.as_ref()
+            .is_some_and(|(id, _, qr)| *id == engine && qr == &q)
+    });
+    if let Some(i) = found {
         return Ok(i as u32);
     }
-    r.queues.push((engine, e, q));
+    r.queues.push(Some((engine, e, q)));
     Ok((r.queues.len() - 1) as u32)
 }
 
 /// Runs `f` with the engine and queue of handle `h`.
 pub fn with_queue<R>(h: u32, f: impl FnOnce(&Engine, &QueueRef) -> R) -> Result<R> {
     let r = registry().read();
-    let (_, e, q) = r
-        .queues
-        .get(h as usize)
-        .ok_or_else(|| range("queue", format!("handle {h} is not an open queue")))?;
-    if e.is_closed() {
-        return Err(to_napi(EngineError::QueueClosed(q.name().to_string())));
+    match r.queues.get(h as usize) {
+        Some(Some((_, e, q))) if !e.is_closed() => Ok(f(e, q)),
+        Some(_) => Err(to_napi(EngineError::QueueClosed(format!("(handle {h})")))),
+        None => Err(range("queue", format!("handle {h} is not an open queue"))),
     }
-    Ok(f(e, q))
 }
 
 /// Clones the engine and queue of handle `h` (for async calls).
@@ -152,12 +153,11 @@ pub fn queue_owned(h: u32) -> Result<(Engine, QueueRef)> {
 
 /// The engine with id `id`.
 pub fn engine(id: u32) -> Result<Engine> {
-    registry()
-        .read()
-        .engines
-        .get(id as usize)
-        .cloned()
-        .ok_or_else(|| range("engine", format!("{id} is not an open engine")))
+    match registry().read().engines.get(id as usize) {
+        Some(Some(e)) => Ok(e.clone()),
+        Some(None) => Err(to_napi(EngineError::QueueClosed(format!("(engine {id})")))),
+        None => Err(range("engine", format!("{id} is not an open engine"))),
+    }
 }
 
 /// Panics on purpose, so tests can check that a Rust panic reaches JS as an error.
