@@ -42,7 +42,20 @@ export interface JobsOptions {
   [key: string]: unknown
 }
 
+/** When a changing call's promise resolves on a durable queue. */
+export type Durability = 'commit' | 'fsync' | 'buffered'
+
 export interface QueueBaseOptions {
+  /**
+   * The SQLite file that makes the queue durable (default: env FERROQUEUE_DATA_PATH; without
+   * either, in memory). Every object of a process on the same file shares one engine.
+   */
+  dataPath?: string
+  /**
+   * 'commit' (default): promises resolve once the change is committed (survives a process crash);
+   * 'fsync': once it is fsynced (survives power loss); 'buffered': at once, committed right after.
+   */
+  durability?: Durability
   [key: string]: unknown
 }
 
@@ -71,7 +84,11 @@ export interface QueueEventsOptions extends QueueBaseOptions {
 /** An error of ferroqueue with a stable code. */
 export class QueueError extends Error {
   constructor(code: string, message: string)
-  /** ERR_QUEUE_CLOSED, ERR_JOB_NOT_FOUND, ERR_JOB_STATE, ERR_JOB_LOCKED, ERR_QUEUE_ACTIVE, ERR_TIMEOUT, ERR_INTERNAL, ... */
+  /**
+   * ERR_QUEUE_CLOSED, ERR_JOB_NOT_FOUND, ERR_JOB_STATE, ERR_JOB_LOCKED, ERR_QUEUE_ACTIVE,
+   * ERR_WORKER_RUNNING, ERR_TIMEOUT, ERR_STORAGE_LOCKED, ERR_STORAGE_FOREIGN, ERR_STORAGE_VERSION,
+   * ERR_STORAGE_CORRUPT, ERR_STORAGE_IO, ERR_INTERNAL
+   */
   code: string
 }
 
@@ -212,6 +229,8 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
   failed: (job: Job<DataType, ReturnType, NameType> | undefined, error: Error, prev: string) => void
   drained: () => void
   error: (failedReason: Error) => void
+  /** A job that was active when the process using the file died (reported once, after restart). */
+  stalled: (jobId: string, prev: string) => void
   paused: () => void
   resumed: () => void
   closed: () => void

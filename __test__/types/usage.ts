@@ -10,7 +10,9 @@ interface Sent {
 }
 
 async function main(): Promise<void> {
-  const queue = new Queue<Mail, Sent, 'welcome' | 'reset'>('mail', { defaultJobOptions: { attempts: 3 } })
+  const queue = new Queue<Mail, Sent, 'welcome' | 'reset'>('mail', { defaultJobOptions: { attempts: 3 }, dataPath: './q.db', durability: 'fsync' })
+  // @ts-expect-error not a durability
+  void new Queue('x', { durability: 'sometimes' })
   const opts: JobsOptions = { priority: 1, delay: 10, backoff: { type: 'exponential', delay: 100, jitter: 0.5 }, removeOnComplete: { age: 60, count: 10 } }
   const job: Job<Mail, Sent, 'welcome' | 'reset'> = await queue.add('welcome', { to: 'a@b.c' }, opts)
   const to: string = job.data.to
@@ -49,6 +51,7 @@ async function main(): Promise<void> {
     void id
   })
   worker.on('failed', (_j, err) => void err.message)
+  worker.on('stalled', (jobId, prev) => void [jobId.length, prev])
   const events = new QueueEvents('mail')
   events.on('completed', ({ jobId, returnvalue }) => void [jobId, returnvalue])
   events.on('delayed', ({ delay }) => void (delay + 1))
