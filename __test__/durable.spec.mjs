@@ -108,6 +108,20 @@ describe('durable queues', () => {
     expect(await q.count()).toBe(51)
   })
 
+  it('an add not yet awaited when the queue closes still resolves, and the file can be reopened at once', async () => {
+    const dataPath = join(dir, 'race.db')
+    const q = new Queue('r', { dataPath })
+    const adds = Array.from({ length: 20 }, (_, i) => q.add('x', { i }))
+    const closing = q.close()
+    // a new object on the same file while the close is still flushing
+    const q2 = track(new Queue('r', { dataPath }))
+    expect((await Promise.all(adds)).map((j) => j.id)).toEqual(Array.from({ length: 20 }, (_, i) => String(i + 1)))
+    await closing
+    expect(await q2.count()).toBe(20)
+    const next = await q2.add('y', {})
+    expect(next.id).toBe('21')
+  })
+
   it('rejects a bad durability or dataPath', () => {
     const e1 = thrown(() => new Queue('x', { dataPath: join(dir, 'x.db'), durability: 'sometimes' }))
     expect(e1).toBeInstanceOf(RangeError)

@@ -104,6 +104,23 @@ describe('QueueEvents', () => {
     expect(late).toBe(0)
   })
 
+  it('a throwing listener goes to error and later events still arrive', async () => {
+    const { queue, events } = setup('ev-throw')
+    const errors = []
+    events.on('error', (e) => errors.push(e.message))
+    const first = once(events, 'added')
+    events.once('added', () => {
+      throw new Error('listener bug')
+    })
+    await queue.add('a', {})
+    await first
+    const second = once(events, 'added')
+    await queue.add('b', {})
+    const [p] = await second
+    expect(p.name).toBe('b')
+    expect(errors).toEqual(['listener bug'])
+  })
+
   it('does not mix events of different queues', async () => {
     const { events } = setup('ev-iso-a')
     const other = track(new Queue(uniqueName('ev-iso-b')))

@@ -83,6 +83,31 @@ describe('finished jobs beyond the in-memory bound', () => {
     await again.close()
   })
 
+  it('a retry and a remove racing on an old job agree with the file', async () => {
+    const dataPath = join(dir, 'race.db')
+    const queue = new Queue('race', { dataPath })
+    const worker = new Worker('race', async () => 1, { dataPath, concurrency: 20 })
+    const n = 60
+    const done = collect(worker, 'completed', n + 1)
+    await queue.addBulk(Array.from({ length: n + 1 }, (_, i) => ({ name: 'x', data: { i } })))
+    await done
+    await worker.close()
+    const outcome = new Map()
+    for (let i = 1; i <= n; i++) {
+      const id = String(i)
+      const job = await queue.getJob(id)
+      await Promise.allSettled([job.retry('completed'), queue.remove(id)])
+      // whichever won, memory and file must tell the same story (checked after the restart)
+      outcome.set(id, await queue.getJobState(id))
+    }
+    const counts = await queue.getJobCounts('waiting', 'completed')
+    await queue.close()
+    const again = new Queue('race', { dataPath })
+    for (const [id, state] of outcome) expect(await again.getJobState(id)).toBe(state)
+    expect(await again.getJobCounts('waiting', 'completed')).toEqual(counts)
+    await again.close()
+  })
+
   it('waitUntilFinished resolves for a job finished long ago', async () => {
     const dataPath = join(dir, 'wait.db')
     const queue = new Queue('w', { dataPath })

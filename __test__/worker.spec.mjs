@@ -261,6 +261,22 @@ describe('Worker', () => {
     expect((await queue.getJob(job.id)).progress).toBe(100)
   })
 
+  it('close() does not return while a job it pulled at that moment still runs', async () => {
+    const { name, queue } = setup('w-close-race')
+    let running = 0
+    const worker = new Worker(name, async () => {
+      running++
+      await delay(30)
+      running--
+      return 'ok'
+    })
+    await delay(20) // the worker is parked in its long-poll
+    const job = await queue.add('x', {})
+    await worker.close()
+    expect(running).toBe(0)
+    expect(['completed', 'waiting']).toContain(await queue.getJobState(job.id))
+  })
+
   it('close(true) returns at once, aborts the signal and puts the job back to waiting', async () => {
     const { name, queue } = setup('w-force')
     const job = await queue.add('slow', {})

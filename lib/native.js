@@ -25,6 +25,8 @@ class Engine {
     this.barrier = null
     this.committed = 0
     this.closed = false
+    this.closing = null
+    this.closeError = null
     this.timer = null
     binding.setEventCallback(id, () => this._dispatch())
     if (durable) binding.setCommitCallback(id, () => this._onCommit())
@@ -41,7 +43,14 @@ class Engine {
       const set = this.listeners.get(queue)
       if (!set) continue
       const id = String(++eventSeq)
-      for (const l of set) l._deliver(name, payload, id)
+      for (const l of set) {
+        // A throwing listener must not cost the other listeners (or later batches) their events.
+        try {
+          l._deliver(name, payload, id)
+        } catch (err) {
+          l._listenerFailed(err)
+        }
+      }
     }
   }
 
@@ -60,14 +69,18 @@ class Engine {
     this.barrier = b
     queueMicrotask(() => {
       this.barrier = null
+      // The engine is closing: its close commits everything submitted, or fails.
+      if (this.closing) return this.closing.then(b.resolve, b.reject)
       let seq
+      let committed
       try {
         seq = binding.submittedSeq(this.id)
-        binding.checkStorage(this.id)
+        committed = binding.committedSeq(this.id)
+        binding.checkStorage(this.id) // after reading `committed`: a failure in between is seen
       } catch (e) {
         return b.reject(decode(e))
       }
-      if (seq <= this.committed || seq <= binding.committedSeq(this.id)) return b.resolve()
+      if (seq <= committed) return b.resolve()
       this.waits.push({ seq, resolve: b.resolve, reject: b.reject })
       if (!this.timer) this.timer = setInterval(keepAlive, 1 << 30) // stay alive until committed
     })
@@ -77,7 +90,9 @@ class Engine {
   _onCommit() {
     let failure = null
     if (this.closed) {
-      this.committed = Infinity // closing committed everything that was submitted
+      // closing committed everything that was submitted, unless it failed
+      this.committed = Infinity
+      failure = this.closeError
     } else {
       try {
         this.committed = binding.takeCommitNotice(this.id)
@@ -161,15 +176,24 @@ function acquireEngine(opts) {
 async function releaseEngine(engine) {
   engine.refs--
   if (engine.refs > 0 || !engine.durable) return
+  // Detach now, so a new object on the same file gets a fresh engine (after this close is
+  // done) rather than this closing one.
   engines.delete(engine.id)
   try {
-    await binding.closeEngine(engine.id)
-  } catch (e) {
-    throw decode(e)
-  } finally {
-    engine.closed = true
-    engine._onCommit()
-  }
+    binding.detachEngine(engine.id)
+  } catch {}
+  engine.closing = (async () => {
+    try {
+      await binding.closeEngine(engine.id)
+    } catch (e) {
+      engine.closeError = decode(e)
+    } finally {
+      engine.closed = true
+      engine._onCommit()
+    }
+    if (engine.closeError) throw engine.closeError
+  })()
+  await engine.closing
 }
 
 /** Opens a queue handle on an engine; throws the decoded error for a bad name. */

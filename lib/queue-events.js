@@ -36,6 +36,15 @@ class QueueEvents extends EventEmitter {
     this.emit(name, payload, id)
   }
 
+  /** A listener threw: `error` if someone listens for it, else rethrown outside the dispatch. */
+  _listenerFailed(err) {
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+    else
+      process.nextTick(() => {
+        throw err
+      })
+  }
+
   /** Calls `cb(name, payload)` once when job `jobId` completes or fails; returns a canceller. */
   _waitFor(jobId, cb) {
     let set = this._waiters.get(jobId)

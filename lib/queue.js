@@ -181,7 +181,12 @@ class Queue extends EventEmitter {
     } catch (e) {
       throw decode(e)
     }
-    if (code < 0) return this.getJob(merged.jobId)
+    if (code < 0) {
+      // The existing job may be an add still on its way to the file: wait for it too.
+      const wait = commitWait(this)
+      if (wait) await wait
+      return this.getJob(merged.jobId)
+    }
     const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId)
     job.timestamp = timestamp
     const wait = commitWait(this)
@@ -370,9 +375,9 @@ class Queue extends EventEmitter {
         code: 'ERR_INVALID_OPTION',
       })
     }
+    this._ensureOpen()
     let ids
     if (this._engine.durable && (type === 'completed' || type === 'failed') && binding.hasEvicted(this._h)) {
-      this._ensureOpen()
       ids = await native(binding.cleanWithDisk(this._h, grace, limit, type))
       const wait = commitWait(this)
       if (wait) await wait

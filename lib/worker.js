@@ -178,6 +178,11 @@ class Worker extends EventEmitter {
       }
       if (text.length === 2) continue
       const records = JSON.parse(text)
+      if (this._closing) {
+        // Taken while the worker was closing: give them back untouched for another worker.
+        this._release(records)
+        continue
+      }
       for (let i = 0; i < records.length; i++) this._start(records[i])
     }
   }
@@ -307,6 +312,17 @@ class Worker extends EventEmitter {
     this._wakeUp()
   }
 
+  /** Gives activated jobs back to waiting, unprocessed (no attempt counted). */
+  _release(jobs) {
+    if (jobs.length === 0) return
+    const acks = jobs.map((j) => `{"id":${JSON.stringify(j.id)},"token":${j.token},"release":true}`)
+    try {
+      binding.ack(this._h, '[' + acks.join(',') + ']')
+    } catch (e) {
+      this._emitError(decode(e))
+    }
+  }
+
   /** Ends the pending pull (even one not yet registered natively); later pulls use a new id. */
   _cancelPulls() {
     if (!this._pulling) return
@@ -375,23 +391,18 @@ class Worker extends EventEmitter {
       this._cancelPulls()
       this._wakeUp()
       if (force) {
-        const acks = []
+        const jobs = []
         for (const { job, controller } of this._active.values()) {
           if (controller) controller.abort(new QueueError('ERR_WORKER_CLOSED', 'worker closed with force'))
-          acks.push(`{"id":${JSON.stringify(job.id)},"token":${job.token},"release":true}`)
+          jobs.push({ id: job.id, token: job.token })
         }
         this._active.clear()
-        if (acks.length) {
-          try {
-            binding.ack(this._h, '[' + acks.join(',') + ']')
-          } catch (e) {
-            this._emitError(decode(e))
-          }
-        }
+        this._release(jobs)
       } else {
         await this._whenIdle()
       }
       if (this._runPromise) await this._runPromise
+      if (!force) await this._whenIdle()
       while (this._emitting.size) await Promise.all([...this._emitting])
       await closeHandle(this)
       this.emit('closed')

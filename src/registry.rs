@@ -19,6 +19,8 @@ use crate::errors::{range, to_napi};
 struct Registry {
     engines: Vec<Option<Engine>>,
     by_path: HashMap<PathBuf, u32>,
+    /// Engines whose close is under way, by path (removed by the next open of that path).
+    closing: HashMap<PathBuf, Engine>,
     queues: Vec<Option<(u32, Engine, QueueRef)>>,
 }
 
@@ -28,6 +30,7 @@ fn registry() -> &'static RwLock<Registry> {
         RwLock::new(Registry {
             engines: Vec::new(),
             by_path: HashMap::new(),
+            closing: HashMap::new(),
             queues: Vec::new(),
         })
     })
@@ -78,6 +81,11 @@ pub fn open_engine(
         }
         return Ok(id);
     }
+    if let Some(old) = r.closing.remove(&resolved) {
+        // Its last user let go a moment ago and the close is still flushing: wait for it (it
+        // holds the file) rather than fail with ERR_STORAGE_LOCKED. Brief, and only then.
+        old.close();
+    }
     let engine = Engine::new(EngineConfig {
         path: Some(resolved.clone()),
         sync_full: fsync,
@@ -89,6 +97,27 @@ pub fn open_engine(
     r.engines.push(Some(engine));
     r.by_path.insert(resolved, id);
     Ok(id)
+}
+
+/// Detaches a durable engine from its path, synchronously, before its asynchronous close: a new
+/// open of the path then waits for that close instead of getting the closing engine.
+#[napi(catch_unwind)]
+pub fn detach_engine(id: u32) -> Result<()> {
+    let mut r = registry().write();
+    let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
+        return Ok(());
+    };
+    let paths: Vec<PathBuf> = r
+        .by_path
+        .iter()
+        .filter(|(_, v)| **v == id)
+        .map(|(p, _)| p.clone())
+        .collect();
+    for p in paths {
+        r.by_path.remove(&p);
+        r.closing.insert(p, e.clone());
+    }
+    Ok(())
 }
 
 /// Closes a durable engine (off the JS thread: it commits what is queued, checkpoints and
@@ -103,7 +132,16 @@ pub async fn close_engine(id: u32) -> Result<()> {
         if !e.is_durable() {
             return Ok(());
         }
-        r.by_path.retain(|_, v| *v != id);
+        let paths: Vec<PathBuf> = r
+            .by_path
+            .iter()
+            .filter(|(_, v)| **v == id)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in paths {
+            r.by_path.remove(&p);
+            r.closing.insert(p, e.clone());
+        }
         r.engines[id as usize] = None;
         for slot in r.queues.iter_mut() {
             if slot.as_ref().is_some_and(|(eid, _, _)| *eid == id) {
@@ -112,9 +150,18 @@ pub async fn close_engine(id: u32) -> Result<()> {
         }
         e
     };
-    tokio::task::spawn_blocking(move || e.close())
-        .await
-        .map_err(|e| to_napi(EngineError::Internal(e.to_string())))
+    let closed = e.clone();
+    let failure = tokio::task::spawn_blocking(move || {
+        e.close();
+        e.storage_failure()
+    })
+    .await
+    .map_err(|e| to_napi(EngineError::Internal(e.to_string())))?;
+    registry().write().closing.retain(|_, c| !c.same(&closed));
+    match failure {
+        Some(f) => Err(to_napi(f)),
+        None => Ok(()),
+    }
 }
 
 /// Resolves (engine, queue name) to a handle, validating the name.

@@ -248,10 +248,13 @@ impl Engine {
                 qs.evict_overflow();
                 r
             });
-            // Submitted under the shard lock, so storage sees a queue's changes in their order.
-            (r, self.inner.submit(&mut ops))
+            // Submitted, and events handed to the hub, under the shard lock: storage and
+            // listeners see a queue's changes in the order they were made.
+            let seq = self.inner.submit(&mut ops);
+            self.inner.after(fx, seq);
+            (r, seq)
         };
-        self.inner.after(fx, seq);
+        let _ = seq;
         r
     }
 
@@ -397,13 +400,18 @@ impl Engine {
 
     /// Closes the engine: a durable one commits what is queued, checkpoints the WAL and releases
     /// the file. Idempotent.
+    ///
+    /// A call while another thread is closing waits until that close is done.
     pub fn close(&self) {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
+        self.inner.closed.store(true, Ordering::Release);
         if let Some(s) = &self.inner.storage {
             s.close();
         }
+    }
+
+    /// Whether two handles are the same engine.
+    pub fn same(&self, other: &Engine) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Whether [`Engine::close`] was called.
@@ -449,7 +457,9 @@ impl Engine {
 
     /// Re-arms the commit notifier and returns the committed sequence number.
     pub fn take_commit_notice(&self) -> u64 {
-        self.inner.commit_scheduled.store(false, Ordering::Release);
+        // SeqCst on both sides (here and in `notify_commit`): the writer's "store committed,
+        // then test the flag" and our "clear the flag, then read committed" must not both miss.
+        self.inner.commit_scheduled.swap(false, Ordering::SeqCst);
         self.committed()
     }
 
@@ -477,8 +487,10 @@ impl Inner {
     /// Hands operations to storage (no-op in memory); returns their sequence number.
     fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
         match &self.storage {
-            Some(s) if !ops.is_empty() => s.submit(ops),
-            _ => 0,
+            // With no ops this is the latest sequence number: events of this call then wait
+            // behind those of earlier changes still being committed.
+            Some(s) => s.submit(ops),
+            None => 0,
         }
     }
 
@@ -505,7 +517,11 @@ impl Inner {
 
     /// Runs on the writer thread after each commit.
     fn committed(&self, seq: u64) {
-        self.hub.release(seq);
+        match self.storage.as_ref().and_then(Storage::failure) {
+            // Changes past the last good commit are not in the file: their events never go out.
+            Some(_) => self.hub.discard_held(),
+            None => self.hub.release(seq),
+        }
         self.notify_commit();
     }
 
@@ -514,7 +530,7 @@ impl Inner {
     fn notify_commit(&self) {
         let notifier = self.commit_notifier.read().clone();
         if let Some(n) = notifier {
-            if !self.commit_scheduled.swap(true, Ordering::AcqRel) {
+            if !self.commit_scheduled.swap(true, Ordering::SeqCst) {
                 n();
             }
         }
@@ -533,9 +549,11 @@ impl Inner {
                     q.promote_due(now, &mut fx);
                     q.take_storage_ops(&mut ops);
                 });
-                (n, self.submit(&mut ops))
+                let seq = self.submit(&mut ops);
+                self.hub.publish_at(std::mem::take(&mut fx.events), seq);
+                (n, seq)
             };
-            self.hub.publish_at(fx.events, seq);
+            let _ = seq;
             if let Some(n) = n {
                 next = Some(next.map_or(n, |m| m.min(n)));
             }

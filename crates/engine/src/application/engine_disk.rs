@@ -154,11 +154,48 @@ impl Engine {
     }
 
     /// Brings an evicted job back into memory so it can be changed. Blocking.
+    ///
+    /// The row is read outside the shard lock, so a deletion of evicted rows could slip between
+    /// the read and the revival and leave memory with a job the file no longer has. To exclude
+    /// that: note the queue's deletion epoch, wait until everything submitted so far (every
+    /// deletion queued before) is committed, read, and revive only if no deletion was queued
+    /// meanwhile; else try again.
     pub fn revive(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
-        let Some(row) = self.disk_row(q, key)? else {
-            return Ok(false);
-        };
-        Ok(self.with(q, |qs, _, _| qs.revive(row)))
+        for _ in 0..64 {
+            let epoch = self.read(q, |qs| qs.evicted_epoch()).unwrap_or(0);
+            self.wait_committed(self.submitted())?;
+            let Some(row) = self.disk_row(q, key)? else {
+                return Ok(false);
+            };
+            let revived = self.with(q, |qs, _, _| {
+                (qs.evicted_epoch() == epoch).then(|| qs.revive(row))
+            });
+            if let Some(done) = revived {
+                return Ok(done);
+            }
+        }
+        Err(EngineError::Internal(
+            "reviving a job kept racing with deletions".into(),
+        ))
+    }
+
+    /// Blocks until everything up to `seq` is committed (or storage failed). Blocking.
+    pub fn wait_committed(&self, seq: u64) -> Result<()> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(e) = self.storage_failure() {
+                return Err(e);
+            }
+            if self.committed() >= seq || self.is_closed() {
+                return Ok(());
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                return Err(EngineError::Internal(
+                    "waited over a minute for a commit".into(),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 
     /// Deletes an evicted job; resolves whether it existed.
@@ -187,6 +224,24 @@ impl Engine {
         let StateFilter::State(s @ (JobState::Completed | JobState::Failed)) = filter else {
             return self.clean(q, grace, limit, state);
         };
+        if limit == 0 {
+            // Disk and memory in one step: no job can move between them in between.
+            let (tx, rx) = oneshot::channel();
+            let mem = self.with(q, |qs, now, fx| {
+                qs.push_disk_op(StorageOp::DropEvicted {
+                    queue: qs.name.clone(),
+                    state: s,
+                    finished_before: now.saturating_sub(grace),
+                    below_seq: qs.oldest_in_memory(s),
+                    limit: 0,
+                    reply: Some(tx),
+                });
+                qs.clean(grace, 0, filter, now, fx)
+            });
+            let mut ids = self.deleted_ids(rx).await?;
+            ids.extend(mem);
+            return Ok(ids);
+        }
         let (tx, rx) = oneshot::channel();
         self.with(q, |qs, now, _| {
             qs.push_disk_op(StorageOp::DropEvicted {
@@ -199,12 +254,8 @@ impl Engine {
             })
         });
         let mut ids = self.deleted_ids(rx).await?;
-        let left = if limit == 0 {
-            0
-        } else {
-            limit.saturating_sub(ids.len())
-        };
-        if limit == 0 || left > 0 {
+        let left = limit.saturating_sub(ids.len());
+        if left > 0 {
             ids.extend(self.clean(q, grace, left, state)?);
         }
         Ok(ids)

@@ -49,6 +49,11 @@ impl EventHub {
         self.publish(events);
     }
 
+    /// Drops the events that wait for commits (after a storage failure they never come).
+    pub fn discard_held(&self) {
+        self.held.lock().batches.clear();
+    }
+
     /// Everything up to `committed` is durable: publishes the events that waited for it.
     pub fn release(&self, committed: u64) {
         let mut ready = Vec::new();

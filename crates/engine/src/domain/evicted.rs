@@ -38,6 +38,10 @@ pub fn fin_state(i: usize) -> JobState {
 pub struct Evicted {
     /// Evicted rows per finished state.
     pub count: [u64; 2],
+    /// Bumped whenever a deletion of evicted rows is queued (see [`Engine::revive`]).
+    ///
+    /// [`Engine::revive`]: crate::Engine::revive
+    pub epoch: u64,
     /// Custom ids of evicted jobs.
     pub ids: FxHashMap<Box<str>, JobKey>,
 }
@@ -54,6 +58,11 @@ impl QueueState {
             JobState::Completed | JobState::Failed => self.evicted.count[fin(state)],
             _ => 0,
         }
+    }
+
+    /// Changes whenever a deletion of evicted rows is queued.
+    pub fn evicted_epoch(&self) -> u64 {
+        self.evicted.epoch
     }
 
     /// Whether any finished job lives only on disk.
@@ -114,6 +123,7 @@ impl QueueState {
     /// Queues an idempotent deletion of evicted rows of `state`.
     pub(super) fn disk_op(&mut self, op: StorageOp) {
         if self.dirty.persist {
+            self.evicted.epoch += 1;
             self.dirty.disk.push(op);
         }
     }

@@ -75,6 +75,12 @@ impl Writer {
     /// `ops` is empty).
     pub fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
         let mut p = self.shared.pending.lock();
+        if p.closing {
+            // The writer is gone or going: nothing more is written. Dropping the ops drops
+            // their reply senders, so nobody waits for an answer that will not come.
+            ops.clear();
+            return p.seq;
+        }
         if !ops.is_empty() {
             p.ops.append(ops);
             p.seq += 1;
@@ -90,7 +96,7 @@ impl Writer {
 
     /// Sequence number up to which everything is committed.
     pub fn committed(&self) -> u64 {
-        self.shared.committed.load(Ordering::Acquire)
+        self.shared.committed.load(Ordering::SeqCst)
     }
 
     /// The first write failure, if any. After one, nothing more is written.
@@ -104,13 +110,16 @@ impl Writer {
     }
 
     /// Commits what is queued, checkpoints the WAL into the database and stops the thread.
+    /// Later submissions are dropped.
     pub fn close(&self) {
         {
             let mut p = self.shared.pending.lock();
             p.closing = true;
             self.shared.cv.notify_one();
         }
-        if let Some(t) = self.thread.lock().take() {
+        // The guard is held through the join: a second caller waits until the first is done.
+        let mut thread = self.thread.lock();
+        if let Some(t) = thread.take() {
             let _ = t.join();
         }
     }
@@ -144,7 +153,11 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
                 }
             }
         }
-        shared.committed.store(seq, Ordering::Release);
+        // After a failure nothing counts as committed any more: waiters learn of the failure
+        // through `failure()` when the hook wakes them.
+        if shared.failure.lock().is_none() {
+            shared.committed.store(seq, Ordering::SeqCst);
+        }
         let hook = shared.on_commit.lock().clone();
         if let Some(f) = hook {
             f(seq, applied.deleted);
