@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::event::{Event, EventKind};
 use super::evicted::Evicted;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
+use super::job_table::JobTable;
 use super::options::{JobOptions, KeepJobs};
 use super::persist::{Dirty, EXTRA, NEW, STATE};
 use super::waiters::WaiterQueue;
@@ -102,7 +103,7 @@ const STACKTRACE_LIMIT: usize = 10;
 /// One queue.
 pub struct QueueState {
     pub name: Arc<str>,
-    pub(super) jobs: FxHashMap<JobKey, Job>,
+    pub(super) jobs: JobTable,
     pub(super) custom_ids: FxHashMap<Box<str>, JobKey>,
     names: FxHashSet<Arc<str>>,
     pub(super) last_auto_id: u64,
@@ -139,7 +140,7 @@ impl QueueState {
         let seed = crate::structures::fnv1a(name.as_bytes()) as u64 | 1;
         QueueState {
             name,
-            jobs: FxHashMap::default(),
+            jobs: JobTable::default(),
             custom_ids: FxHashMap::default(),
             names: FxHashSet::default(),
             last_auto_id: 0,
@@ -564,6 +565,6 @@ impl QueueState {
 }
 
 /// The id string of a job that is known to exist (empty if not, which never happens).
-pub(super) fn id_of(key: JobKey, jobs: &FxHashMap<JobKey, Job>) -> String {
+pub(super) fn id_of(key: JobKey, jobs: &JobTable) -> String {
     jobs.get(&key).map(Job::id_string).unwrap_or_default()
 }

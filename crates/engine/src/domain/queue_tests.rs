@@ -41,7 +41,7 @@ fn add(q: &mut QueueState, opts: &str, now: u64) -> String {
 
 fn add_fx(q: &mut QueueState, opts: &str, now: u64, fx: &mut Effects) -> String {
     match q.add(new_job(opts, now), now, fx) {
-        Added::New(key) => q.jobs[&key].id_string(),
+        Added::New(key) => q.jobs.get(&key).map(|j| j.id_string()).unwrap_or_default(),
         Added::Duplicate(key) => panic!("unexpected duplicate of key {key}"),
     }
 }
