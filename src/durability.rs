@@ -2,10 +2,7 @@
 //! called back (once per batch of commits, by a weak threadsafe function) to compare it with the
 //! committed one. No async call per change.
 
-use std::sync::Arc;
-
 use napi::bindgen_prelude::Function;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Result;
 use napi_derive::napi;
 
@@ -43,15 +40,7 @@ pub fn check_storage(id: u32) -> Result<()> {
 /// the process alive.
 #[napi(catch_unwind)]
 pub fn set_commit_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
-    let e = engine(id)?;
-    let tsfn = callback
-        .build_threadsafe_function::<()>()
-        .weak::<true>()
-        .callee_handled::<false>()
-        .build()?;
-    e.set_commit_notifier(Some(Arc::new(move || {
-        tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
-    })));
+    engine(id)?.set_commit_notifier(Some(crate::events::weak_notifier(callback)?));
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use ferroqueue_engine::application::events::Notifier;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Result;
@@ -10,19 +11,24 @@ use napi_derive::napi;
 
 use crate::registry::{engine, with_queue};
 
-/// Sets the function called (with no arguments) when events of engine `id` are ready to drain.
-/// The callback does not keep the process alive.
-#[napi(catch_unwind)]
-pub fn set_event_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
-    let e = engine(id)?;
+/// A notifier that calls the JS `callback` (no arguments) from any thread, without keeping the
+/// process alive (a weak threadsafe function).
+pub fn weak_notifier(callback: Function<(), ()>) -> Result<Notifier> {
     let tsfn = callback
         .build_threadsafe_function::<()>()
         .weak::<true>()
         .callee_handled::<false>()
         .build()?;
-    e.set_event_notifier(Some(Arc::new(move || {
+    Ok(Arc::new(move || {
         tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
-    })));
+    }))
+}
+
+/// Sets the function called (with no arguments) when events of engine `id` are ready to drain.
+/// The callback does not keep the process alive.
+#[napi(catch_unwind)]
+pub fn set_event_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
+    engine(id)?.set_event_notifier(Some(weak_notifier(callback)?));
     Ok(())
 }
 

@@ -104,20 +104,26 @@ pub fn open_engine(
 #[napi(catch_unwind)]
 pub fn detach_engine(id: u32) -> Result<()> {
     let mut r = registry().write();
-    let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
-        return Ok(());
-    };
-    let paths: Vec<PathBuf> = r
-        .by_path
-        .iter()
-        .filter(|(_, v)| **v == id)
-        .map(|(p, _)| p.clone())
-        .collect();
-    for p in paths {
-        r.by_path.remove(&p);
-        r.closing.insert(p, e.clone());
+    if let Some(Some(e)) = r.engines.get(id as usize).cloned() {
+        r.detach(id, &e);
     }
     Ok(())
+}
+
+impl Registry {
+    /// Moves engine `id`'s paths from the open map to the closing one.
+    fn detach(&mut self, id: u32, e: &Engine) {
+        let paths: Vec<PathBuf> = self
+            .by_path
+            .iter()
+            .filter(|(_, v)| **v == id)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in paths {
+            self.by_path.remove(&p);
+            self.closing.insert(p, e.clone());
+        }
+    }
 }
 
 /// Closes a durable engine (off the JS thread: it commits what is queued, checkpoints and
@@ -132,16 +138,7 @@ pub async fn close_engine(id: u32) -> Result<()> {
         if !e.is_durable() {
             return Ok(());
         }
-        let paths: Vec<PathBuf> = r
-            .by_path
-            .iter()
-            .filter(|(_, v)| **v == id)
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in paths {
-            r.by_path.remove(&p);
-            r.closing.insert(p, e.clone());
-        }
+        r.detach(id, &e);
         r.engines[id as usize] = None;
         for slot in r.queues.iter_mut() {
             if slot.as_ref().is_some_and(|(eid, _, _)| *eid == id) {
