@@ -187,6 +187,49 @@ describe('bad input to Queue.add / addBulk', () => {
   })
 })
 
+describe('payload checks', () => {
+  it('finds a function deep in a payload too large to scan cheaply', async () => {
+    const q = mkQueue()
+    const big = { rows: Array.from({ length: 2000 }, (_, i) => ({ i })) }
+    big.rows[1999].oops = () => 1
+    const err = await q.add('x', big).catch((e) => e)
+    expect(err).toBeInstanceOf(TypeError)
+    expect(err.code).toBe('ERR_INVALID_DATA')
+    expect(err.message).toMatch(/function at key "oops"/)
+    expect(await q.count()).toBe(0)
+  })
+
+  it('names the key of a function or symbol, and refuses cycles', async () => {
+    const q = mkQueue()
+    const e1 = await q.add('x', { a: [1, { deep: Symbol('s') }] }).catch((e) => e)
+    expect(e1.message).toMatch(/symbol at key "deep"/)
+    const cyc = { a: {} }
+    cyc.a.back = cyc
+    const e2 = await q.add('x', cyc).catch((e) => e)
+    expect(e2).toBeInstanceOf(TypeError)
+    expect(e2.code).toBe('ERR_INVALID_DATA')
+  })
+
+  it('accepts shared references, dates and objects with prototype methods', async () => {
+    const q = mkQueue()
+    const shared = { v: 1 }
+    const wide = { list: Array.from({ length: 5000 }, () => shared) }
+    function Point(x) {
+      this.x = x
+    }
+    Point.prototype.norm = function () {
+      return Math.abs(this.x)
+    }
+    const t = Date.now()
+    const job = await q.add('x', { wide, when: new Date(0), p: new Point(-2) })
+    expect(Date.now() - t).toBeLessThan(1000)
+    const back = await q.getJob(job.id)
+    expect(back.data.wide.list).toHaveLength(5000)
+    expect(back.data.when).toBe('1970-01-01T00:00:00.000Z')
+    expect(back.data.p).toEqual({ x: -2 })
+  })
+})
+
 describe('bad input to constructors', () => {
   it('Queue: name not a string -> TypeError; empty or with ":" -> RangeError', () => {
     expectError(thrown(() => new Queue(123)), TypeError, 'ERR_INVALID_OPTION', /name/)

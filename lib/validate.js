@@ -89,16 +89,63 @@ function rejectFunctions(key, value) {
   return value
 }
 
+/** Objects a scan looks at before it hands over to the (slower) replacer path. */
+const SCAN_BUDGET = 256
+
+/**
+ * Looks for values JSON.stringify would drop or turn into null silently (functions, symbols) in
+ * plain data. Returns `[key, type]` of the first one, `undefined` when there is none, and `null`
+ * when the value is too large or cyclic to scan cheaply (then the replacer path decides).
+ * Iterative and budgeted, so shared or cyclic references cannot blow it up.
+ */
+function scan(root) {
+  const stack = [root]
+  let budget = SCAN_BUDGET
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (--budget < 0) return null
+    if (typeof v.toJSON === 'function') continue
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x = v[i]
+        const t = typeof x
+        if (t === 'object') {
+          if (x !== null) stack.push(x)
+        } else if (t === 'function' || t === 'symbol') return [String(i), t]
+      }
+    } else {
+      const keys = Object.keys(v)
+      for (let i = 0; i < keys.length; i++) {
+        const x = v[keys[i]]
+        const t = typeof x
+        if (t === 'object') {
+          if (x !== null) stack.push(x)
+        } else if (t === 'function' || t === 'symbol') return [keys[i], t]
+      }
+    }
+  }
+  return undefined
+}
+
 /**
  * Serialises a value to JSON text for the engine. Functions and symbols (which JSON.stringify
  * would drop silently), BigInt and cycles throw a TypeError with code ERR_INVALID_DATA.
- * `undefined` becomes `fallback`.
+ * `undefined` becomes `fallback`. Plain data is checked by a cheap scan and then serialised
+ * without a replacer (a replacer costs JSON.stringify its fast path: ~0.4 µs per 200 bytes).
  */
 function toJson(value, what = 'data', fallback = '{}') {
   if (value === undefined) return fallback
+  let replacer
+  if (typeof value === 'object' && value !== null) {
+    const found = scan(value)
+    if (found === null) replacer = rejectFunctions
+    else if (found !== undefined) {
+      throw typeError(what, `is not JSON-serialisable: ${found[1]} at key ${JSON.stringify(found[0])}`, 'ERR_INVALID_DATA')
+    }
+  }
   let text
   try {
-    text = JSON.stringify(value, rejectFunctions)
+    text = replacer ? JSON.stringify(value, replacer) : JSON.stringify(value)
   } catch (e) {
     if (e && e.code === 'ERR_INVALID_DATA') {
       e.message = e.message.replace(/^data/, what)
