@@ -135,6 +135,11 @@ pub struct Job {
     pub finished_on: u64,
     pub attempts_made: u32,
     pub attempts_started: u32,
+    /// Generation of the job's entry in the ready heap: odd while it is in the heap, bumped on
+    /// every push and removal (see `ready.rs`).
+    pub ready_gen: u32,
+    /// Position within its priority while ready (negative for lifo).
+    pub ready_order: i64,
     /// Token of the current activation; acks with another token are stale.
     pub lock: u64,
     /// Position in the ordered set of its state (active/completed/failed).
@@ -180,6 +185,8 @@ impl Job {
             finished_on: 0,
             attempts_made: 0,
             attempts_started: 0,
+            ready_gen: 0,
+            ready_order: 0,
             lock: 0,
             state_seq: 0,
             extra: None,

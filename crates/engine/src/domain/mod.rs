@@ -10,6 +10,7 @@ pub mod persist;
 pub mod queue;
 mod queue_admin;
 pub mod queue_read;
+pub mod ready;
 mod restore;
 pub use restore::{row_json, row_logs, STALLED_REASON};
 pub mod shard;

@@ -186,7 +186,7 @@ impl QueueState {
             priority: job.priority,
             delay: job.delay,
             run_at: self.delayed.get(&job.key).unwrap_or(0),
-            ord: self.ready.get(&job.key).map_or(0, |(_, o)| o),
+            ord: self.ready.get(&self.jobs, job.key).map_or(0, |(_, o)| o),
             seq: job.state_seq,
             processed_on: job.processed_on,
             finished_on: job.finished_on,

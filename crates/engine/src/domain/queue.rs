@@ -22,8 +22,9 @@ use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_table::JobTable;
 use super::options::{JobOptions, KeepJobs};
 use super::persist::{Dirty, EXTRA, NEW, STATE};
+use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
-use crate::structures::{DelayedHeap, IndexedHeap};
+use crate::structures::DelayedHeap;
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.
 #[derive(Default, Debug)]
@@ -109,7 +110,7 @@ pub struct QueueState {
     pub(super) last_auto_id: u64,
     pub(super) custom_seq: u64,
     pub(super) order_seq: i64,
-    pub(super) ready: IndexedHeap<JobKey, (u32, i64)>,
+    pub(super) ready: ReadyHeap,
     pub(super) prioritized: usize,
     pub(super) delayed: DelayedHeap<JobKey>,
     pub(super) active: BTreeMap<u64, JobKey>,
@@ -146,7 +147,7 @@ impl QueueState {
             last_auto_id: 0,
             custom_seq: 0,
             order_seq: 0,
-            ready: IndexedHeap::new(),
+            ready: ReadyHeap::default(),
             prioritized: 0,
             delayed: DelayedHeap::new(),
             active: BTreeMap::new(),
@@ -265,13 +266,14 @@ impl QueueState {
         } else {
             JobState::Waiting
         };
-        self.ready.push(key, (job.priority, order));
+        let priority = job.priority;
+        self.ready.push(&mut self.jobs, key, (priority, order));
     }
 
     /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
     pub(super) fn unready(&mut self, key: JobKey) -> bool {
         self.touch(key, STATE);
-        match self.ready.remove(&key) {
+        match self.ready.remove(&mut self.jobs, key) {
             Some((priority, _)) => {
                 if priority > 0 {
                     self.prioritized -= 1;
@@ -313,7 +315,7 @@ impl QueueState {
         }
         let mut taken = 0;
         while taken < max {
-            let Some((key, (priority, _))) = self.ready.pop() else {
+            let Some((key, (priority, _))) = self.ready.pop(&mut self.jobs) else {
                 break;
             };
             if priority > 0 {

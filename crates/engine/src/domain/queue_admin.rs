@@ -53,8 +53,8 @@ impl QueueState {
     /// Removes every waiting and prioritized job, and delayed ones too when `delayed`.
     /// Returns how many were removed. O(n).
     pub fn drain(&mut self, delayed: bool) -> usize {
-        let mut keys: Vec<JobKey> = self.ready.iter().map(|(k, _)| k).collect();
-        self.ready.clear();
+        let mut keys: Vec<JobKey> = self.ready.keys(&self.jobs);
+        self.ready.clear(&mut self.jobs);
         self.prioritized = 0;
         if delayed {
             keys.extend(self.delayed.iter().map(|(k, _)| k));

@@ -104,7 +104,7 @@ impl QueueState {
     pub fn keys_in(&self, filter: StateFilter) -> Vec<JobKey> {
         let ready = |want: fn(u32) -> bool| -> Vec<JobKey> {
             self.ready
-                .sorted_prefix(self.ready.len())
+                .sorted(&self.jobs)
                 .into_iter()
                 .filter(|(_, (p, _))| want(*p))
                 .map(|(k, _)| k)

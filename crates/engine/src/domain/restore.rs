@@ -86,6 +86,7 @@ impl QueueState {
             q.paused = m.paused;
         }
         let mut stalled = Vec::new();
+        let mut ready_later = Vec::new();
         for row in rows {
             let (run_at, ord) = (row.state.run_at, row.state.ord);
             let job = job_of(row);
@@ -103,7 +104,7 @@ impl QueueState {
                     if job.priority > 0 {
                         q.prioritized += 1;
                     }
-                    q.ready.push(key, (job.priority, ord));
+                    ready_later.push((key, (job.priority, ord)));
                 }
                 JobState::Delayed => {
                     q.delayed.insert(key, run_at);
@@ -117,6 +118,9 @@ impl QueueState {
                 }
             }
             q.jobs.insert(key, job);
+        }
+        for (key, prio) in ready_later {
+            q.ready.push(&mut q.jobs, key, prio);
         }
         // Latest activation first, so that pushing each to the head leaves the earliest first.
         stalled.sort_unstable_by(|a, b| b.cmp(a));
