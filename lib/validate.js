@@ -157,6 +157,36 @@ function toJson(value, what = 'data', fallback = '{}') {
   return text
 }
 
+/**
+ * Checks one value cheaply: throws ERR_INVALID_DATA for a function or symbol found by the scan,
+ * returns true when a plain JSON.stringify of it is safe, false when it was too large or cyclic to
+ * scan (the caller must use the replacer path, `toJson`).
+ */
+function plainJsonSafe(value, what = 'data') {
+  if (value === null || typeof value !== 'object') {
+    const t = typeof value
+    if (t === 'function' || t === 'symbol') {
+      throw typeError(what, `is not JSON-serialisable: ${t}`, 'ERR_INVALID_DATA')
+    }
+    return true
+  }
+  const found = scan(value)
+  if (found === null) return false
+  if (found !== undefined) {
+    throw typeError(what, `is not JSON-serialisable: ${found[1]} at key ${JSON.stringify(found[0])}`, 'ERR_INVALID_DATA')
+  }
+  return true
+}
+
+/** Plain JSON.stringify with BigInt and cycle errors as ERR_INVALID_DATA. */
+function plainJson(value, what = 'data') {
+  try {
+    return JSON.stringify(value)
+  } catch (e) {
+    throw typeError(what, `is not JSON-serialisable: ${e && e.message}`, 'ERR_INVALID_DATA')
+  }
+}
+
 /** Inclusive page bounds as BullMQ takes them. */
 function range(start, end) {
   if (start !== undefined) integerAtLeast('start', start, -Number.MAX_SAFE_INTEGER)
@@ -174,5 +204,7 @@ module.exports = {
   keepJobs,
   jobOptions,
   toJson,
+  plainJsonSafe,
+  plainJson,
   range,
 }
