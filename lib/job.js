@@ -41,18 +41,19 @@ class Job {
 
   /** Builds a Job from an engine record (already parsed). */
   static fromRecord(queue, r) {
-    const job = new Job(queue, r.name, r.data, r.opts, r.id)
-    job.progress = r.progress
-    job.returnvalue = r.returnvalue
-    job.failedReason = orUndefined(r.failedReason)
-    job.stacktrace = r.stacktrace
-    job.attemptsMade = r.attemptsMade
+    // Records handed to workers leave out fields at their defaults (see Job::write_json).
+    const job = new Job(queue, r.name, r.data, r.opts ?? {}, r.id)
+    job.progress = r.progress ?? 0
+    job.returnvalue = r.returnvalue ?? null
+    job.failedReason = orUndefined(r.failedReason ?? null)
+    job.stacktrace = r.stacktrace ?? []
+    job.attemptsMade = r.attemptsMade ?? 0
     job.attemptsStarted = r.attemptsStarted
     job.timestamp = r.timestamp
-    job.processedOn = orUndefined(r.processedOn)
-    job.finishedOn = orUndefined(r.finishedOn)
-    job.delay = r.delay
-    job.priority = r.priority
+    job.processedOn = orUndefined(r.processedOn ?? null)
+    job.finishedOn = orUndefined(r.finishedOn ?? null)
+    job.delay = r.delay ?? 0
+    job.priority = r.priority ?? 0
     if (r.token !== undefined) job.token = String(r.token)
     return job
   }

@@ -211,9 +211,13 @@ impl Job {
         self.extra.get_or_insert_with(Default::default)
     }
 
-    /// Appends the job's JSON record (BullMQ's job fields) to `out`. With `token`, adds the
-    /// activation token a worker must ack with.
+    /// Appends the job's JSON record (BullMQ's job fields) to `out`. With `token` (a record
+    /// handed to a worker) it adds the activation token a worker must ack with, and leaves out
+    /// fields at their defaults (empty options, no progress, return value, failure or stack
+    /// trace, zero delay, priority and attempts, no finish time) to keep pulls small; readers
+    /// fill those defaults in.
     pub fn write_json(&self, out: &mut String, token: bool) {
+        let slim = token;
         out.push_str("{\"id\":");
         match &self.custom_id {
             Some(s) => push_json_str(out, s),
@@ -225,38 +229,58 @@ impl Job {
         push_json_str(out, &self.name);
         out.push_str(",\"data\":");
         out.push_str(&self.data);
-        out.push_str(",\"opts\":");
-        out.push_str(self.opts_json.as_deref().unwrap_or("{}"));
-        let extra = self.extra.as_deref();
-        out.push_str(",\"progress\":");
-        out.push_str(extra.and_then(|e| e.progress.as_deref()).unwrap_or("0"));
-        out.push_str(",\"returnvalue\":");
-        out.push_str(
-            extra
-                .and_then(|e| e.returnvalue.as_deref())
-                .unwrap_or("null"),
-        );
-        out.push_str(",\"failedReason\":");
-        match extra.and_then(|e| e.failed_reason.as_deref()) {
-            Some(r) => push_json_str(out, r),
-            None => out.push_str("null"),
+        if !slim || self.opts_json.is_some() {
+            out.push_str(",\"opts\":");
+            out.push_str(self.opts_json.as_deref().unwrap_or("{}"));
         }
-        out.push_str(",\"stacktrace\":[");
-        if let Some(e) = extra {
-            for (i, s) in e.stacktrace.iter().enumerate() {
+        let extra = self.extra.as_deref();
+        let progress = extra.and_then(|e| e.progress.as_deref());
+        if !slim || progress.is_some() {
+            out.push_str(",\"progress\":");
+            out.push_str(progress.unwrap_or("0"));
+        }
+        let returnvalue = extra.and_then(|e| e.returnvalue.as_deref());
+        if !slim || returnvalue.is_some() {
+            out.push_str(",\"returnvalue\":");
+            out.push_str(returnvalue.unwrap_or("null"));
+        }
+        let failed = extra.and_then(|e| e.failed_reason.as_deref());
+        if !slim || failed.is_some() {
+            out.push_str(",\"failedReason\":");
+            match failed {
+                Some(r) => push_json_str(out, r),
+                None => out.push_str("null"),
+            }
+        }
+        let stack = extra.map_or(&[][..], |e| &e.stacktrace[..]);
+        if !slim || !stack.is_empty() {
+            out.push_str(",\"stacktrace\":[");
+            for (i, s) in stack.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 push_json_str(out, s);
             }
+            out.push(']');
+        }
+        for (key, value) in [
+            ("attemptsMade", self.attempts_made as u64),
+            ("delay", self.delay),
+            ("priority", self.priority as u64),
+        ] {
+            if !slim || value != 0 {
+                let _ = write!(out, ",\"{key}\":{value}");
+            }
         }
         let _ = write!(
             out,
-            "],\"attemptsMade\":{},\"attemptsStarted\":{},\"timestamp\":{},\"delay\":{},\"priority\":{}",
-            self.attempts_made, self.attempts_started, self.timestamp, self.delay, self.priority
+            ",\"attemptsStarted\":{},\"timestamp\":{}",
+            self.attempts_started, self.timestamp
         );
         push_opt_time(out, ",\"processedOn\":", self.processed_on);
-        push_opt_time(out, ",\"finishedOn\":", self.finished_on);
+        if !slim || self.finished_on != 0 {
+            push_opt_time(out, ",\"finishedOn\":", self.finished_on);
+        }
         if token {
             let _ = write!(out, ",\"token\":{}", self.lock);
         }
@@ -322,6 +346,45 @@ mod tests {
         }
         assert_eq!(JobId::parse("7"), JobId::Auto(7));
         assert_eq!(JobId::parse("x7").to_string(), "x7");
+    }
+
+    #[test]
+    fn pulled_records_leave_defaults_out_and_full_records_keep_them() {
+        let j = Job::new(9, Arc::from("n"), "1".into(), &JobOptions::defaults(), 5);
+        let mut slim = String::new();
+        j.write_json(&mut slim, true);
+        let v: serde_json::Value = serde_json::from_str(&slim).unwrap();
+        for absent in [
+            "opts",
+            "progress",
+            "returnvalue",
+            "failedReason",
+            "stacktrace",
+            "attemptsMade",
+            "delay",
+            "priority",
+            "finishedOn",
+        ] {
+            assert!(v.get(absent).is_none(), "{absent} in {slim}");
+        }
+        assert_eq!(v["timestamp"], 5);
+        assert_eq!(v["attemptsStarted"], 0);
+        let mut full = String::new();
+        j.write_json(&mut full, false);
+        let v: serde_json::Value = serde_json::from_str(&full).unwrap();
+        for present in [
+            "opts",
+            "progress",
+            "returnvalue",
+            "failedReason",
+            "stacktrace",
+            "attemptsMade",
+            "delay",
+            "priority",
+            "finishedOn",
+        ] {
+            assert!(v.get(present).is_some(), "{present} missing in {full}");
+        }
     }
 
     #[test]
