@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use rusqlite::{params, Connection, ToSql};
+use rusqlite::{params, Connection, Statement};
 
+use super::coalesce::{coalesce, Update, Write};
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::persist::{DeletedReply, JobRow, StorageOp};
 
@@ -72,63 +73,135 @@ fn insert_sql(rows: usize) -> String {
     sql
 }
 
-fn push_row<'a>(p: &mut Vec<Box<dyn ToSql + 'a>>, q: &'a str, r: &'a JobRow) {
+/// Binds row `r` of queue `q` to the parameters after `at` (0-based) of a multi-row insert.
+fn bind_row(stmt: &mut Statement, at: usize, q: &str, r: &JobRow) -> rusqlite::Result<()> {
     let s = &r.state;
-    p.push(Box::new(q));
-    p.push(Box::new(r.key as i64));
-    p.push(Box::new(r.custom_id.as_deref()));
-    p.push(Box::new(&*r.name));
-    p.push(Box::new(&*r.data));
-    p.push(Box::new(r.opts.as_deref()));
-    p.push(Box::new(state_code(s.state)));
-    p.push(Box::new(s.priority as i64));
-    p.push(Box::new(s.delay as i64));
-    p.push(Box::new(r.timestamp as i64));
-    p.push(Box::new(s.run_at as i64));
-    p.push(Box::new(s.ord));
-    p.push(Box::new(s.seq as i64));
-    p.push(Box::new(s.processed_on as i64));
-    p.push(Box::new(s.finished_on as i64));
-    p.push(Box::new(s.attempts_made as i64));
-    p.push(Box::new(s.attempts_started as i64));
-    p.push(Box::new(r.extra.progress.as_deref()));
-    p.push(Box::new(r.extra.returnvalue.as_deref()));
-    p.push(Box::new(r.extra.failed_reason.as_deref()));
-    p.push(Box::new(r.extra.stacktrace.as_deref()));
-    p.push(Box::new(r.extra.logs.as_deref()));
+    let p = |i: usize| at + i;
+    stmt.raw_bind_parameter(p(1), q)?;
+    stmt.raw_bind_parameter(p(2), r.key as i64)?;
+    stmt.raw_bind_parameter(p(3), r.custom_id.as_deref())?;
+    stmt.raw_bind_parameter(p(4), &*r.name)?;
+    stmt.raw_bind_parameter(p(5), &*r.data)?;
+    stmt.raw_bind_parameter(p(6), r.opts.as_deref())?;
+    stmt.raw_bind_parameter(p(7), state_code(s.state))?;
+    stmt.raw_bind_parameter(p(8), s.priority as i64)?;
+    stmt.raw_bind_parameter(p(9), s.delay as i64)?;
+    stmt.raw_bind_parameter(p(10), r.timestamp as i64)?;
+    stmt.raw_bind_parameter(p(11), s.run_at as i64)?;
+    stmt.raw_bind_parameter(p(12), s.ord)?;
+    stmt.raw_bind_parameter(p(13), s.seq as i64)?;
+    stmt.raw_bind_parameter(p(14), s.processed_on as i64)?;
+    stmt.raw_bind_parameter(p(15), s.finished_on as i64)?;
+    stmt.raw_bind_parameter(p(16), s.attempts_made as i64)?;
+    stmt.raw_bind_parameter(p(17), s.attempts_started as i64)?;
+    stmt.raw_bind_parameter(p(18), r.extra.progress.as_deref())?;
+    stmt.raw_bind_parameter(p(19), r.extra.returnvalue.as_deref())?;
+    stmt.raw_bind_parameter(p(20), r.extra.failed_reason.as_deref())?;
+    stmt.raw_bind_parameter(p(21), r.extra.stacktrace.as_deref())?;
+    stmt.raw_bind_parameter(p(22), r.extra.logs.as_deref())
 }
 
-/// Applies `ops` in order. The caller wraps the call in a transaction.
+/// Applies `ops` in order, after folding each job's writes (see `coalesce.rs`). The caller wraps
+/// the call in a transaction.
 pub fn apply(conn: &Connection, ops: Vec<StorageOp>) -> rusqlite::Result<Applied> {
+    apply_writes(conn, coalesce(ops))
+}
+
+/// Executes `ops` in order.
+pub(super) fn apply_writes(conn: &Connection, mut ops: Vec<Write>) -> rusqlite::Result<Applied> {
     let mut done = Applied::default();
-    let mut ops = ops;
     let mut i = 0;
     while i < ops.len() {
-        if let StorageOp::Insert(..) = &ops[i] {
+        if is_insert(&ops[i]) {
             let mut j = i;
-            while j < ops.len() && j - i < INSERT_CHUNK && matches!(ops[j], StorageOp::Insert(..)) {
+            while j < ops.len() && j - i < INSERT_CHUNK && is_insert(&ops[j]) {
                 j += 1;
             }
-            let mut p: Vec<Box<dyn ToSql>> = Vec::with_capacity((j - i) * JOB_COLUMNS);
-            for op in &ops[i..j] {
-                if let StorageOp::Insert(q, row) = op {
-                    push_row(&mut p, q, row);
+            let mut stmt = conn.prepare_cached(&insert_sql(j - i))?;
+            for (n, op) in ops[i..j].iter().enumerate() {
+                if let Write::Op(StorageOp::Insert(q, row)) = op {
+                    bind_row(&mut stmt, n * JOB_COLUMNS, q, row)?;
                 }
             }
-            let mut stmt = conn.prepare_cached(&insert_sql(j - i))?;
-            stmt.execute(rusqlite::params_from_iter(p.iter()))?;
+            stmt.raw_execute()?;
             i = j;
             continue;
         }
         match &mut ops[i] {
-            StorageOp::TrimEvicted { .. }
-            | StorageOp::DropEvicted { .. }
-            | StorageOp::DeleteEvicted { .. } => delete_evicted(conn, &mut ops[i], &mut done)?,
-            op => apply_one(conn, op)?,
+            Write::Update(u) => apply_update(conn, u)?,
+            Write::Op(
+                op @ (StorageOp::TrimEvicted { .. }
+                | StorageOp::DropEvicted { .. }
+                | StorageOp::DeleteEvicted { .. }),
+            ) => delete_evicted(conn, op, &mut done)?,
+            Write::Op(op) => apply_one(conn, op)?,
         }
         i += 1;
     }
     Ok(done)
+}
+
+fn is_insert(w: &Write) -> bool {
+    matches!(w, Write::Op(StorageOp::Insert(..)))
+}
+
+macro_rules! update_sql {
+    ($($set:expr),+) => {
+        concat!("UPDATE jobs SET ", $($set, )+ " WHERE queue = ?1 AND key = ?2")
+    };
+}
+macro_rules! set_state {
+    () => {
+        "state = ?3, priority = ?4, delay = ?5, run_at = ?6, ord = ?7, seq = ?8, \
+         processed_on = ?9, finished_on = ?10, attempts_made = ?11, attempts_started = ?12"
+    };
+}
+macro_rules! set_extra {
+    () => {
+        "progress = ?13, returnvalue = ?14, failed_reason = ?15, stacktrace = ?16, logs = ?17"
+    };
+}
+
+/// One `UPDATE` for a job's folded state and extra columns, one more for its payload.
+fn apply_update(conn: &Connection, u: &Update) -> rusqlite::Result<()> {
+    let sql = match (&u.state, &u.extra) {
+        (Some(_), Some(_)) => Some(update_sql!(set_state!(), ", ", set_extra!())),
+        (Some(_), None) => Some(update_sql!(set_state!())),
+        (None, Some(_)) => Some(update_sql!(set_extra!())),
+        (None, None) => None,
+    };
+    if let Some(sql) = sql {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let q: &str = &u.queue;
+        stmt.raw_bind_parameter(1, q)?;
+        stmt.raw_bind_parameter(2, u.key as i64)?;
+        if let Some(s) = &u.state {
+            stmt.raw_bind_parameter(3, state_code(s.state))?;
+            stmt.raw_bind_parameter(4, s.priority as i64)?;
+            stmt.raw_bind_parameter(5, s.delay as i64)?;
+            stmt.raw_bind_parameter(6, s.run_at as i64)?;
+            stmt.raw_bind_parameter(7, s.ord)?;
+            stmt.raw_bind_parameter(8, s.seq as i64)?;
+            stmt.raw_bind_parameter(9, s.processed_on as i64)?;
+            stmt.raw_bind_parameter(10, s.finished_on as i64)?;
+            stmt.raw_bind_parameter(11, s.attempts_made as i64)?;
+            stmt.raw_bind_parameter(12, s.attempts_started as i64)?;
+        }
+        if let Some(e) = &u.extra {
+            stmt.raw_bind_parameter(13, e.progress.as_deref())?;
+            stmt.raw_bind_parameter(14, e.returnvalue.as_deref())?;
+            stmt.raw_bind_parameter(15, e.failed_reason.as_deref())?;
+            stmt.raw_bind_parameter(16, e.stacktrace.as_deref())?;
+            stmt.raw_bind_parameter(17, e.logs.as_deref())?;
+        }
+        stmt.raw_execute()?;
+    }
+    if let Some(d) = &u.data {
+        let mut stmt =
+            conn.prepare_cached("UPDATE jobs SET data = ?3 WHERE queue = ?1 AND key = ?2")?;
+        stmt.execute(params![&*u.queue, u.key as i64, &**d])?;
+    }
+    Ok(())
 }
 
 fn id_of(key: JobKey, custom: &Option<String>) -> String {

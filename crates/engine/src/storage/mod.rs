@@ -2,10 +2,13 @@
 //! committing in groups, recovery at open. See `schema.rs` for the file format and pragmas.
 
 mod apply;
+mod coalesce;
 pub mod recovery;
 pub mod schema;
 pub mod writer;
 
+#[cfg(test)]
+mod coalesce_tests;
 #[cfg(test)]
 mod evicted_tests;
 #[cfg(test)]
