@@ -196,6 +196,17 @@ describe('Worker', () => {
     expect((await queue.getJob(added.id)).progress).toEqual({ step: 'done' })
   })
 
+  it('hands the processor string ids, automatic and custom', async () => {
+    const { name, queue } = setup('w-ids')
+    const auto = await queue.add('a', {})
+    await queue.add('c', {}, { jobId: 'order-42' })
+    const seen = []
+    const worker = track(new Worker(name, async (job) => void seen.push(job.id)))
+    await collect(worker, 'completed', 2)
+    expect(seen).toEqual([auto.id, 'order-42'])
+    expect(seen.map((id) => typeof id)).toEqual(['string', 'string'])
+  })
+
   it('emits drained once the queue is empty after work', async () => {
     const { name, queue } = setup('w-drained')
     await queue.addBulk([1, 2, 3].map((i) => ({ name: 'j', data: { i } })))

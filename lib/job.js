@@ -42,7 +42,8 @@ class Job {
   /** Builds a Job from an engine record (already parsed). */
   static fromRecord(queue, r) {
     // Records handed to workers leave out fields at their defaults (see Job::write_json).
-    const job = new Job(queue, r.name, r.data, r.opts ?? {}, r.id)
+    // Worker records carry auto ids as numbers (see Job::write_json).
+    const job = new Job(queue, r.name, r.data, r.opts ?? {}, typeof r.id === 'number' ? String(r.id) : r.id)
     job.progress = r.progress ?? 0
     job.returnvalue = r.returnvalue ?? null
     job.failedReason = orUndefined(r.failedReason ?? null)

@@ -315,7 +315,7 @@ class Worker extends EventEmitter {
   /** Gives activated jobs back to waiting, unprocessed (no attempt counted). */
   _release(jobs) {
     if (jobs.length === 0) return
-    const acks = jobs.map((j) => `{"id":${JSON.stringify(j.id)},"token":${j.token},"release":true}`)
+    const acks = jobs.map((j) => `{"id":${JSON.stringify(String(j.id))},"token":${j.token},"release":true}`)
     try {
       binding.ack(this._h, '[' + acks.join(',') + ']')
     } catch (e) {

@@ -56,7 +56,7 @@ fn taken(json: &str) -> Vec<(String, u64)> {
     v.iter()
         .map(|j| {
             (
-                j["id"].as_str().unwrap().to_string(),
+                crate::domain::job::record_id(&j["id"]),
                 j["token"].as_u64().unwrap(),
             )
         })
@@ -66,7 +66,7 @@ fn taken(json: &str) -> Vec<(String, u64)> {
 fn ids(json: &str) -> Vec<String> {
     let v: Vec<Value> = serde_json::from_str(json).unwrap();
     v.iter()
-        .map(|j| j["id"].as_str().unwrap().to_string())
+        .map(|j| crate::domain::job::record_id(&j["id"]))
         .collect()
 }
 

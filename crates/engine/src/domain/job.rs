@@ -221,6 +221,11 @@ impl Job {
         out.push_str("{\"id\":");
         match &self.custom_id {
             Some(s) => push_json_str(out, s),
+            // Records for workers carry an auto id as a number: V8 interns short strings that
+            // JSON.parse meets, and a fresh id string per job grew its string table.
+            None if slim => {
+                let _ = write!(out, "{}", self.key);
+            }
             None => {
                 let _ = write!(out, "\"{}\"", self.key);
             }
@@ -324,6 +329,15 @@ pub fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// The id of a parsed job record as a string (worker records carry auto ids as numbers).
+#[cfg(test)]
+pub fn record_id(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,7 +403,7 @@ mod tests {
         let mut s = String::new();
         j.write_json(&mut s, true);
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v["id"], "3");
+        assert_eq!(v["id"], 3, "worker records carry auto ids as numbers");
         assert_eq!(v["name"], "em\"ail");
         assert_eq!(v["data"]["a"], 1);
         assert_eq!(v["failedReason"], "bad\n\u{1}thing");

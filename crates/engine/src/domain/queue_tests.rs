@@ -52,7 +52,7 @@ fn parse_taken(json: &str) -> Vec<(String, u64)> {
     v.iter()
         .map(|j| {
             (
-                j["id"].as_str().unwrap().to_string(),
+                crate::domain::job::record_id(&j["id"]),
                 j["token"].as_u64().unwrap(),
             )
         })
@@ -134,7 +134,7 @@ fn ids_of(q: &QueueState, states: &[JobState], start: i64, end: i64, asc: bool) 
     let f: Vec<StateFilter> = states.iter().map(|s| StateFilter::State(*s)).collect();
     let v: Vec<Value> = serde_json::from_str(&q.jobs_json(&f, start, end, asc)).unwrap();
     v.iter()
-        .map(|j| j["id"].as_str().unwrap().to_string())
+        .map(|j| crate::domain::job::record_id(&j["id"]))
         .collect()
 }
 

@@ -51,7 +51,7 @@ fn complete_all(e: &Engine, q: &QueueRef, clock: &MockClock) {
             break;
         }
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let id = v[0]["id"].as_str().unwrap().to_string();
+        let id = crate::domain::job::record_id(&v[0]["id"]);
         clock.advance(10);
         e.ack_many(
             q,
@@ -68,7 +68,7 @@ fn complete_all(e: &Engine, q: &QueueRef, clock: &MockClock) {
 fn ids(json: &str) -> Vec<String> {
     let v: Vec<serde_json::Value> = serde_json::from_str(json).unwrap();
     v.iter()
-        .map(|j| j["id"].as_str().unwrap().to_string())
+        .map(|j| crate::domain::job::record_id(&j["id"]))
         .collect()
 }
 

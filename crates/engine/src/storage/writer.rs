@@ -174,9 +174,9 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
 }
 
 fn commit(conn: &Connection, ops: Vec<StorageOp>) -> rusqlite::Result<Applied> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     match apply(conn, ops) {
-        Ok(a) => conn.execute_batch("COMMIT").map(|()| a),
+        Ok(a) => conn.prepare_cached("COMMIT")?.execute([]).map(|_| a),
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)

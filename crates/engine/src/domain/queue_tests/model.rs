@@ -139,7 +139,7 @@ impl Model {
 fn ids(json: &str) -> Vec<String> {
     let v: Vec<serde_json::Value> = serde_json::from_str(json).unwrap();
     v.iter()
-        .map(|j| j["id"].as_str().unwrap().to_string())
+        .map(|j| crate::domain::job::record_id(&j["id"]))
         .collect()
 }
 
