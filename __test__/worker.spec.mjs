@@ -207,6 +207,30 @@ describe('Worker', () => {
     expect(seen.map((id) => typeof id)).toEqual(['string', 'string'])
   })
 
+  it('delivers non-ASCII data and names intact to the processor, getters and events', async () => {
+    const { name, queue } = setup('w-unicode')
+    const events = track(new QueueEvents(name))
+    await events.waitUntilReady()
+    const data = { s: 'héllo ✓ 😀 日本', esc: 'tab\tquote"', plain: 'ascii' }
+    const seen = []
+    const ascii = await queue.add('ascii', { plain: 'only' })
+    const added = await queue.add('名前', data)
+    const completed = collect(events, 'completed', 2)
+    const worker = track(new Worker(name, async (job) => {
+      seen.push([job.name, job.data])
+      return job.data.s ?? 'none'
+    }))
+    await collect(worker, 'completed', 2)
+    expect(seen).toEqual([['ascii', { plain: 'only' }], ['名前', data]])
+    const done = await queue.getJobs(['completed'], 0, -1, true)
+    expect(done.map((j) => [j.name, j.data, j.returnvalue])).toEqual([
+      ['ascii', { plain: 'only' }, 'none'],
+      ['名前', data, data.s],
+    ])
+    const evs = await completed
+    expect(evs.map(([e]) => [e.jobId, e.returnvalue])).toEqual([[ascii.id, 'none'], [added.id, data.s]])
+  })
+
   it('emits drained once the queue is empty after work', async () => {
     const { name, queue } = setup('w-drained')
     await queue.addBulk([1, 2, 3].map((i) => ({ name: 'j', data: { i } })))

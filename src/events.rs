@@ -6,10 +6,11 @@ use std::sync::Arc;
 use ferroqueue_engine::application::events::Notifier;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
-use napi::Result;
+use napi::{Env, JsString, Result};
 use napi_derive::napi;
 
 use crate::registry::{engine, with_queue};
+use crate::text::js_text;
 
 /// A notifier that calls the JS `callback` (no arguments) from any thread, without keeping the
 /// process alive (a weak threadsafe function).
@@ -34,8 +35,8 @@ pub fn set_event_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
 
 /// Takes the buffered events of engine `id`: a JSON array of `["queue","event",{payload}]`.
 #[napi(catch_unwind)]
-pub fn drain_events(id: u32) -> Result<String> {
-    Ok(engine(id)?.drain_events_json())
+pub fn drain_events(env: &Env, id: u32) -> Result<JsString<'_>> {
+    js_text(env, &engine(id)?.drain_events_json())
 }
 
 /// Starts collecting events of a queue (one call per listener).

@@ -17,4 +17,5 @@ mod events;
 mod jobs;
 mod queue;
 mod registry;
+mod text;
 mod worker;

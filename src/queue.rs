@@ -3,13 +3,14 @@
 use ferroqueue_engine::domain::queue::{Added, NewJob};
 use ferroqueue_engine::JobOptions;
 use napi::bindgen_prelude::Float64Array;
-use napi::Result;
+use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::errors::{ms, to_napi};
 use crate::registry::with_queue;
+use crate::text::js_text;
 
 /// `add`'s answer as a number: the automatic id (> 0), 0 for a new job with a custom id, -1
 /// when a job with that custom id existed already (nothing added).
@@ -117,8 +118,16 @@ pub fn get_state(h: u32, id: String) -> Result<String> {
 
 /// A JSON array of job records in the given states, paged.
 #[napi(catch_unwind)]
-pub fn get_jobs(h: u32, types: Vec<String>, start: i64, end: i64, asc: bool) -> Result<String> {
-    with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?.map_err(to_napi)
+pub fn get_jobs(
+    env: &Env,
+    h: u32,
+    types: Vec<String>,
+    start: i64,
+    end: i64,
+    asc: bool,
+) -> Result<JsString<'_>> {
+    let text = with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?.map_err(to_napi)?;
+    js_text(env, &text)
 }
 
 /// Counts per state as a JSON object; all states when `types` is empty.

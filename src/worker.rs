@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use ferroqueue_engine::domain::options::{parse_keep, RawKeep};
 use ferroqueue_engine::{Ack, AckResult, Outcome};
-use napi::Result;
+use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::errors::to_napi;
 use crate::registry::{queue_owned, with_queue};
+use crate::text::js_text;
 
 /// Waits up to `timeout_ms` for ready jobs; resolves with a JSON array of up to `max` activated
 /// job records (each with its `token`), empty on timeout or cancellation.
@@ -31,8 +32,9 @@ pub async fn pull(h: u32, puller: u32, max: u32, timeout_ms: u32) -> Result<Stri
 
 /// Activates up to `max` ready jobs now, without waiting: a JSON array, maybe empty.
 #[napi(catch_unwind)]
-pub fn try_pull(h: u32, max: u32) -> Result<String> {
-    with_queue(h, |e, q| e.take(q, max as usize).1)
+pub fn try_pull(env: &Env, h: u32, max: u32) -> Result<JsString<'_>> {
+    let text = with_queue(h, |e, q| e.take(q, max as usize).1)?;
+    js_text(env, &text)
 }
 
 /// Resolves every pending pull of `puller` on the queue with an empty array.
