@@ -81,7 +81,12 @@ pub fn add_bulk(h: u32, jobs: String, timestamp: f64) -> Result<Float64Array> {
     let mut custom = Vec::with_capacity(items.len());
     let mut batch = Vec::with_capacity(items.len());
     for item in items {
-        let opts_text = item.opts.map(RawValue::get).filter(|t| *t != "null");
+        // `{}` (what the JS layer sends for a job without options) is no options: it is neither
+        // parsed nor stored (a record echoes `{}` for it anyway).
+        let opts_text = item
+            .opts
+            .map(RawValue::get)
+            .filter(|t| *t != "null" && *t != "{}");
         let parsed = options(opts_text)?;
         custom.push(parsed.job_id.is_some());
         batch.push(NewJob {

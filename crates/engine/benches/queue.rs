@@ -59,14 +59,18 @@ fn new_jobs(timestamp: u64) -> Vec<NewJob> {
         .collect()
 }
 
-/// Cheap parse of a take result: each record starts with `{"id":"<id>"` and ends with
-/// `,"token":<n>}`; the payload in between is ours and contains neither pattern.
+/// Cheap parse of a take result: each record starts with `{"id":<id>` (a number, or a quoted
+/// string for the naive queue) and ends with `,"token":<n>}`; the payload in between is ours
+/// and contains neither pattern.
 fn parse_taken(json: &str, out: &mut Vec<(String, u64)>) {
     let mut rest = json;
-    while let Some(i) = rest.find(r#"{"id":""#) {
-        rest = &rest[i + 7..];
-        let end = rest.find('"').expect("id end");
-        let id = rest[..end].to_owned();
+    while let Some(i) = rest.find(r#"{"id":"#) {
+        rest = &rest[i + 6..];
+        let id = match rest.strip_prefix('"') {
+            Some(quoted) => &quoted[..quoted.find('"').expect("id end")],
+            None => &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()],
+        };
+        let id = id.to_owned();
         let t = rest.find(r#""token":"#).expect("token") + 8;
         rest = &rest[t..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();

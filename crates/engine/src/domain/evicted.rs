@@ -93,7 +93,7 @@ impl QueueState {
                     break;
                 };
                 if let Some(job) = self.jobs.remove(&key) {
-                    if let Some(id) = job.custom_id {
+                    if let Some(id) = job.into_custom_id() {
                         self.custom_ids.remove(&id);
                         self.evicted.ids.insert(id, key);
                     }
@@ -185,9 +185,9 @@ impl QueueState {
         let seq = self.next_state_seq();
         job.state_seq = seq;
         let key = job.key;
-        if let Some(id) = &job.custom_id {
+        if let Some(id) = job.custom_id() {
             self.evicted.ids.remove(id);
-            self.custom_ids.insert(id.clone(), key);
+            self.custom_ids.insert(id.into(), key);
         }
         self.finished_set(state).insert(seq, key);
         self.jobs.insert(key, job);

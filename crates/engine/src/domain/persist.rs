@@ -218,10 +218,10 @@ impl QueueState {
     pub fn job_row(&self, job: &Job) -> JobRow {
         JobRow {
             key: job.key,
-            custom_id: job.custom_id.clone(),
+            custom_id: job.custom_id().map(Into::into),
             name: job.name.clone(),
             data: job.data.clone(),
-            opts: job.opts_json.clone(),
+            opts: job.opts_json().map(Into::into),
             timestamp: job.timestamp,
             state: self.state_cols(job),
             extra: Self::extra_cols(job),

@@ -218,7 +218,7 @@ impl QueueState {
         self.touch_meta();
         let name = self.intern(&job.name);
         let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
-        record.opts_json = job.opts_json;
+        record.set_opts_json(job.opts_json);
         let run_at = job.timestamp.saturating_add(job.opts.delay);
         let lifo = job.opts.lifo;
         self.emit(fx, || EventKind::Added {
@@ -388,11 +388,7 @@ impl QueueState {
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
                 job.finished_on = now;
-                let rule = job
-                    .policy
-                    .as_ref()
-                    .and_then(|p| p.remove_on_complete)
-                    .or(keep);
+                let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
                 let listened = self.listeners > 0;
                 let ev = listened.then(|| (job.id_string(), value.clone()));
                 job.extra_mut().returnvalue = Some(value);
@@ -418,8 +414,8 @@ impl QueueState {
                 job.attempts_made += 1;
                 let attempts_made = job.attempts_made;
                 let exhausted = attempts_made >= job.attempts();
-                let backoff = job.policy.as_ref().and_then(|p| p.backoff);
-                let rule = job.policy.as_ref().and_then(|p| p.remove_on_fail).or(keep);
+                let backoff = job.policy().and_then(|p| p.backoff);
+                let rule = job.policy().and_then(|p| p.remove_on_fail).or(keep);
                 let extra = job.extra_mut();
                 extra.failed_reason = Some(reason.clone());
                 if let Some(s) = stack {
@@ -545,7 +541,7 @@ impl QueueState {
     pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
         self.touch(key, STATE);
         let job = self.jobs.remove(&key)?;
-        if let Some(id) = &job.custom_id {
+        if let Some(id) = job.custom_id() {
             self.custom_ids.remove(id);
         }
         Some(job)

@@ -26,8 +26,8 @@ pub(super) fn job_of(row: JobRow) -> Job {
         .and_then(|t| JobOptions::from_json(t).ok())
         .unwrap_or_default();
     let mut job = Job::new(row.key, row.name, row.data, &opts, row.timestamp);
-    job.custom_id = row.custom_id;
-    job.opts_json = row.opts;
+    job.set_custom_id(row.custom_id);
+    job.set_opts_json(row.opts);
     let s = row.state;
     job.state = s.state;
     job.priority = s.priority;
@@ -91,8 +91,8 @@ impl QueueState {
             let (run_at, ord) = (row.state.run_at, row.state.ord);
             let job = job_of(row);
             let key = job.key;
-            if let Some(id) = &job.custom_id {
-                q.custom_ids.insert(id.clone(), key);
+            if let Some(id) = job.custom_id() {
+                q.custom_ids.insert(id.into(), key);
                 q.custom_seq = q.custom_seq.max(key & !CUSTOM_KEY_BIT);
             } else {
                 q.last_auto_id = q.last_auto_id.max(key);
