@@ -370,8 +370,18 @@ impl QueueState {
         }
         let active_seq = job.state_seq;
         self.active.remove(&active_seq);
+        // A `null` return value over no earlier one (the common no-op processor) changes no
+        // extra column: nothing is allocated for it and only the state columns are written.
+        let extra_changes = match &outcome {
+            Outcome::Released => false,
+            Outcome::Completed(v) => {
+                &**v != "null" || job.extra.as_ref().is_some_and(|e| e.returnvalue.is_some())
+            }
+            Outcome::Failed { .. } => true,
+        };
         if self.dirty.persist {
-            self.dirty.jobs.push((key, STATE | EXTRA));
+            let what = if extra_changes { STATE | EXTRA } else { STATE };
+            self.dirty.jobs.push((key, what));
         }
         match outcome {
             Outcome::Released => {
@@ -391,7 +401,9 @@ impl QueueState {
                 let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
                 let listened = self.listeners > 0;
                 let ev = listened.then(|| (job.id_string(), value.clone()));
-                job.extra_mut().returnvalue = Some(value);
+                if extra_changes {
+                    job.extra_mut().returnvalue = (&*value != "null").then_some(value);
+                }
                 let seq = self.next_state_seq();
                 if let Some(job) = self.jobs.get_mut(&key) {
                     job.state_seq = seq;

@@ -304,3 +304,24 @@ fn events_have_bullmq_kinds_and_payloads() {
         ]
     );
 }
+
+#[test]
+fn a_null_return_value_allocates_nothing_and_reads_back_as_null() {
+    let mut q = queue();
+    add(&mut q, "{}", T0);
+    add(&mut q, "{}", T0);
+    run_one(&mut q, Outcome::Completed("null".into()), None, T0);
+    run_one(&mut q, Outcome::Completed("7".into()), None, T0);
+    let no_extra = q
+        .key_of("1")
+        .and_then(|k| q.jobs.get(&k))
+        .map(|j| j.extra.is_none());
+    assert_eq!(no_extra, Some(true));
+    assert_eq!(json(&q, "1")["returnvalue"], Value::Null);
+    assert_eq!(json(&q, "2")["returnvalue"], Value::from(7));
+    // A retried job that completes with null again loses its earlier value.
+    let mut fx = Effects::default();
+    q.retry("2", JobState::Completed, false, &mut fx).unwrap();
+    run_one(&mut q, Outcome::Completed("null".into()), None, T0);
+    assert_eq!(json(&q, "2")["returnvalue"], Value::Null);
+}
