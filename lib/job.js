@@ -18,45 +18,49 @@ function orUndefined(x) {
 class Job {
   /**
    * @param queue the Queue (or Worker) the job belongs to
+   * @param r an engine record (parsed) to take the fields from; internal (see fromRecord)
    */
-  constructor(queue, name, data, opts = {}, id) {
+  constructor(queue, name, data, opts = {}, id, r) {
     this.queue = queue
     this.name = name
     this.data = data
     this.opts = opts
     this.id = id
-    this.progress = 0
-    this.returnvalue = null
-    this.failedReason = undefined
-    this.stacktrace = []
-    this.attemptsMade = 0
-    this.attemptsStarted = 0
-    this.timestamp = opts.timestamp ?? Date.now()
-    this.processedOn = undefined
-    this.finishedOn = undefined
-    this.delay = opts.delay ?? 0
-    this.priority = opts.priority ?? 0
-    this.token = undefined
+    // Both branches set the same fields in the same order (one object shape for all jobs).
+    if (r === undefined) {
+      this.progress = 0
+      this.returnvalue = null
+      this.failedReason = undefined
+      this.stacktrace = []
+      this.attemptsMade = 0
+      this.attemptsStarted = 0
+      this.timestamp = opts.timestamp ?? Date.now()
+      this.processedOn = undefined
+      this.finishedOn = undefined
+      this.delay = opts.delay ?? 0
+      this.priority = opts.priority ?? 0
+      this.token = undefined
+    } else {
+      // Records handed to workers leave out fields at their defaults (see Job::write_json).
+      this.progress = r.progress ?? 0
+      this.returnvalue = r.returnvalue ?? null
+      this.failedReason = orUndefined(r.failedReason ?? null)
+      this.stacktrace = r.stacktrace ?? []
+      this.attemptsMade = r.attemptsMade ?? 0
+      this.attemptsStarted = r.attemptsStarted
+      this.timestamp = r.timestamp
+      this.processedOn = orUndefined(r.processedOn ?? null)
+      this.finishedOn = orUndefined(r.finishedOn ?? null)
+      this.delay = r.delay ?? 0
+      this.priority = r.priority ?? 0
+      this.token = r.token === undefined ? undefined : String(r.token)
+    }
   }
 
   /** Builds a Job from an engine record (already parsed). */
   static fromRecord(queue, r) {
-    // Records handed to workers leave out fields at their defaults (see Job::write_json).
     // Worker records carry auto ids as numbers (see Job::write_json).
-    const job = new Job(queue, r.name, r.data, r.opts ?? {}, typeof r.id === 'number' ? String(r.id) : r.id)
-    job.progress = r.progress ?? 0
-    job.returnvalue = r.returnvalue ?? null
-    job.failedReason = orUndefined(r.failedReason ?? null)
-    job.stacktrace = r.stacktrace ?? []
-    job.attemptsMade = r.attemptsMade ?? 0
-    job.attemptsStarted = r.attemptsStarted
-    job.timestamp = r.timestamp
-    job.processedOn = orUndefined(r.processedOn ?? null)
-    job.finishedOn = orUndefined(r.finishedOn ?? null)
-    job.delay = r.delay ?? 0
-    job.priority = r.priority ?? 0
-    if (r.token !== undefined) job.token = String(r.token)
-    return job
+    return new Job(queue, r.name, r.data, r.opts ?? {}, typeof r.id === 'number' ? String(r.id) : r.id, r)
   }
 
   get _h() {
