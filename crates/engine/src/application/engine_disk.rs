@@ -10,7 +10,7 @@ use crate::domain::persist::{JobRow, StorageOp};
 use crate::domain::queue_read::{page_bounds, StateFilter};
 use crate::domain::{row_json, row_logs};
 use crate::error::{EngineError, Result};
-use crate::storage::recovery::{row_of, JOB_SELECT};
+use crate::storage::recovery::{finished_page, row_of, JOB_SELECT};
 use crate::storage::Storage;
 
 fn code(state: JobState) -> i64 {
@@ -118,10 +118,13 @@ impl Engine {
                     let name = q.name().to_string();
                     let order = if asc { "ASC" } else { "DESC" };
                     self.storage()?.read(|c| {
-                        let mut stmt = c.prepare_cached(&format!(
-                            "{JOB_SELECT} WHERE queue = ?1 AND state = ?2 ORDER BY seq {order} LIMIT ?3 OFFSET ?4"
-                        ))?;
-                        let mut rows = stmt.query(rusqlite::params![name, code(*s), count as i64, offset as i64])?;
+                        let mut stmt = c.prepare_cached(&finished_page(order))?;
+                        let mut rows = stmt.query(rusqlite::params![
+                            name,
+                            code(*s),
+                            count as i64,
+                            offset as i64
+                        ])?;
                         let mut names = Default::default();
                         let mut v = Vec::new();
                         while let Some(r) = rows.next()? {

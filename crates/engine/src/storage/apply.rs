@@ -204,6 +204,17 @@ fn apply_update(conn: &Connection, u: &Update) -> rusqlite::Result<()> {
     Ok(())
 }
 
+// Queries by state carry `state IN (4, 5)` so SQLite can use the partial index `jobs_finished`
+// (checked by `schema_tests.rs`).
+pub(super) const TRIM_EVICTED: &str =
+    "DELETE FROM jobs WHERE queue = ?1 AND state IN (4, 5) AND state = ?2 AND seq < ?3 AND seq NOT IN \
+     (SELECT seq FROM jobs WHERE queue = ?1 AND state IN (4, 5) AND state = ?2 AND seq < ?3 \
+     ORDER BY seq DESC LIMIT ?4) RETURNING key, custom_id";
+pub(super) const DROP_EVICTED: &str =
+    "DELETE FROM jobs WHERE queue = ?1 AND key IN (SELECT key FROM jobs WHERE queue = ?1 \
+     AND state IN (4, 5) AND state = ?2 AND seq < ?3 AND finished_on < ?4 ORDER BY seq LIMIT ?5) \
+     RETURNING key, custom_id";
+
 fn id_of(key: JobKey, custom: &Option<String>) -> String {
     custom.clone().unwrap_or_else(|| key.to_string())
 }
@@ -221,11 +232,7 @@ fn delete_evicted(
             keep,
             below_seq,
         } => {
-            let mut stmt = conn.prepare_cached(
-                "DELETE FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 AND seq NOT IN \
-                 (SELECT seq FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 ORDER BY seq DESC LIMIT ?4) \
-                 RETURNING key, custom_id",
-            )?;
+            let mut stmt = conn.prepare_cached(TRIM_EVICTED)?;
             let mut q = stmt.query(params![
                 &**queue,
                 state_code(*state),
@@ -245,10 +252,7 @@ fn delete_evicted(
             limit,
             reply,
         } => {
-            let mut stmt = conn.prepare_cached(
-                "DELETE FROM jobs WHERE queue = ?1 AND key IN (SELECT key FROM jobs WHERE queue = ?1 \
-                 AND state = ?2 AND seq < ?3 AND finished_on < ?4 ORDER BY seq LIMIT ?5) RETURNING key, custom_id",
-            )?;
+            let mut stmt = conn.prepare_cached(DROP_EVICTED)?;
             let lim: i64 = if *limit == 0 { -1 } else { *limit as i64 };
             let mut q = stmt.query(params![
                 &**queue,

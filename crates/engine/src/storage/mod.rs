@@ -12,6 +12,8 @@ mod coalesce_tests;
 #[cfg(test)]
 mod evicted_tests;
 #[cfg(test)]
+mod schema_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fs::File;

@@ -33,6 +33,20 @@ pub const JOB_SELECT: &str = "SELECT queue, key, custom_id, name, data, opts, st
      timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, progress, \
      returnvalue, failed_reason, stacktrace, logs FROM jobs";
 
+// Queries by state carry `state IN (4, 5)` so SQLite can use the partial index `jobs_finished`
+// (checked by `schema_tests.rs`).
+pub(crate) const NEWEST_FINISHED: &str =
+    "WHERE queue = ?1 AND state IN (4, 5) AND state = ?2 ORDER BY seq DESC LIMIT ?3";
+pub(crate) const OLD_CUSTOM_IDS: &str = "SELECT custom_id, key FROM jobs WHERE queue = ?1 \
+     AND state IN (4, 5) AND state = ?2 AND seq < ?3 AND custom_id IS NOT NULL";
+/// Finished rows of a state in `seq` order, paged (`{order}` is `ASC` or `DESC`).
+pub(crate) fn finished_page(order: &str) -> String {
+    format!(
+        "{JOB_SELECT} WHERE queue = ?1 AND state IN (4, 5) AND state = ?2 \
+         ORDER BY seq {order} LIMIT ?3 OFFSET ?4"
+    )
+}
+
 /// Reads one job row (columns of [`JOB_SELECT`]).
 pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Result<JobRow> {
     let name: String = r.get(3)?;
@@ -110,12 +124,8 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let mut newest = conn.prepare(&format!(
-        "{JOB_SELECT} WHERE queue = ?1 AND state = ?2 ORDER BY seq DESC LIMIT ?3"
-    ))?;
-    let mut old_ids = conn.prepare(
-        "SELECT custom_id, key FROM jobs WHERE queue = ?1 AND state = ?2 AND seq < ?3 AND custom_id IS NOT NULL",
-    )?;
+    let mut newest = conn.prepare(&format!("{JOB_SELECT} {NEWEST_FINISHED}"))?;
+    let mut old_ids = conn.prepare(OLD_CUSTOM_IDS)?;
     for (queue, code, total) in finished {
         let state = state_of_code(code).unwrap_or(JobState::Completed);
         let saved = snap.queues.entry(queue.clone()).or_default();

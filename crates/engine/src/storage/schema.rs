@@ -20,9 +20,11 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    // 1: tables
+    r#"
 CREATE TABLE queues (
     name TEXT PRIMARY KEY,
     last_auto_id INTEGER NOT NULL,
@@ -55,7 +57,14 @@ CREATE TABLE jobs (
     PRIMARY KEY (queue, key)
 );
 CREATE INDEX jobs_by_state ON jobs (queue, state, seq);
-"#];
+"#,
+    // 2: only finished rows are read by state (evicted jobs), so only they are indexed: a job's
+    // inserts and moves through waiting and active no longer touch the index.
+    r#"
+DROP INDEX jobs_by_state;
+CREATE INDEX jobs_finished ON jobs (queue, state, seq) WHERE state IN (4, 5);
+"#,
+];
 
 /// Maps a SQLite error to an engine error about `path`.
 pub fn classify(path: &str, e: rusqlite::Error) -> EngineError {
@@ -184,7 +193,12 @@ pub fn open(path: &Path, lock: &File, sync_full: bool) -> Result<Connection> {
 }
 
 pub(super) fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
-    if from >= SCHEMA_VERSION {
+    migrate_to(conn, from, SCHEMA_VERSION)
+}
+
+/// Applies migrations `from + 1 ..= to` in one transaction.
+pub(super) fn migrate_to(conn: &Connection, from: i64, to: i64) -> rusqlite::Result<()> {
+    if from >= to {
         return Ok(());
     }
     conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -195,7 +209,7 @@ pub(super) fn migrate(conn: &Connection, from: i64) -> rusqlite::Result<()> {
             )?;
             conn.pragma_update(None, "application_id", APPLICATION_ID)?;
         }
-        for v in (from + 1)..=SCHEMA_VERSION {
+        for v in (from + 1)..=to {
             conn.execute_batch(MIGRATIONS[(v - 1) as usize])?;
             conn.execute(
                 "INSERT INTO ferroqueue_migrations (version, applied_at) VALUES (?1, strftime('%s','now') * 1000)",
