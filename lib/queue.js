@@ -187,8 +187,7 @@ class Queue extends EventEmitter {
       if (wait) await wait
       return this.getJob(merged.jobId)
     }
-    const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId)
-    job.timestamp = timestamp
+    const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId, timestamp)
     const wait = commitWait(this)
     if (wait) await wait
     this.emit('waiting', job)
@@ -235,9 +234,7 @@ class Queue extends EventEmitter {
         out[i] = await this.getJob(merged[i].jobId)
         continue
       }
-      const job = new Job(this, jobs[i].name, jobs[i].data, merged[i], c > 0 ? String(c) : merged[i].jobId)
-      job.timestamp = merged[i].timestamp ?? now
-      out[i] = job
+      out[i] = new Job(this, jobs[i].name, jobs[i].data, merged[i], c > 0 ? String(c) : merged[i].jobId, now)
     }
     return out
   }
