@@ -234,13 +234,20 @@ impl QueueState {
             return;
         }
         let q = self.name.clone();
+        // Any deletion also writes the queue's row: its id sequences must outlive the rows
+        // whose keys recovery would otherwise take them from (see `recovery.rs`).
+        let mut meta = std::mem::take(&mut self.dirty.meta);
         if std::mem::take(&mut self.dirty.wipe) {
             out.push(StorageOp::Wipe(q.clone()));
+            meta = true;
         }
+        meta |= !self.dirty.disk.is_empty();
         out.append(&mut self.dirty.disk);
-        if std::mem::take(&mut self.dirty.meta) {
+        let touched = std::mem::take(&mut self.dirty.jobs);
+        meta |= self.push_job_ops(&q, touched, out);
+        if meta {
             out.push(StorageOp::Queue(
-                q.clone(),
+                q,
                 QueueRow {
                     last_auto_id: self.last_auto_id,
                     custom_seq: self.custom_seq,
@@ -248,9 +255,18 @@ impl QueueState {
                 },
             ));
         }
-        let touched = std::mem::take(&mut self.dirty.jobs);
+    }
+
+    /// Snapshots the touched jobs into ops; returns whether any was a deletion.
+    fn push_job_ops(
+        &self,
+        q: &Arc<str>,
+        touched: Vec<(JobKey, u8)>,
+        out: &mut Vec<StorageOp>,
+    ) -> bool {
+        let mut deleted = false;
         if touched.is_empty() {
-            return;
+            return false;
         }
         // Merge flags per job, keeping the order of first touch.
         let mut order: Vec<JobKey> = Vec::with_capacity(touched.len());
@@ -268,6 +284,7 @@ impl QueueState {
                 None => {
                     if f & NEW == 0 {
                         out.push(StorageOp::Delete(q.clone(), k));
+                        deleted = true;
                     }
                 }
                 Some(job) if f & NEW != 0 => {
@@ -290,5 +307,6 @@ impl QueueState {
                 }
             }
         }
+        deleted
     }
 }

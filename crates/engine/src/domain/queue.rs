@@ -214,8 +214,9 @@ impl QueueState {
                 self.last_auto_id
             }
         };
+        // The id sequences are not written here: recovery takes them from the highest key in the
+        // file, and deletions write them (see `take_storage_ops`).
         self.touch(key, NEW);
-        self.touch_meta();
         let name = self.intern(&job.name);
         let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
         record.set_opts_json(job.opts_json);

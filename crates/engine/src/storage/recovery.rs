@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, Row};
 
 use super::apply::{state_code, state_of_code};
-use crate::domain::job::{JobKey, JobState};
+use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::persist::{ExtraCols, JobRow, QueueRow, StateCols};
 
 /// What is read back for one queue.
@@ -148,5 +148,31 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
         saved.evicted_count[usize::from(state == JobState::Failed)] = evicted;
         saved.rows.extend(kept);
     }
+    restore_id_sequences(conn, &mut snap)?;
     Ok(snap)
+}
+
+/// Adds don't rewrite the queue's row (one page less per commit): its id sequences are only
+/// written with deletions, and the rest comes from the highest key still in the file. So a
+/// sequence is the larger of the stored one and the file's highest key; ids never repeat.
+fn restore_id_sequences(conn: &Connection, snap: &mut Snapshot) -> rusqlite::Result<()> {
+    // Keys are stored as i64: automatic ones are >= 0, custom-id ones (CUSTOM_KEY_BIT set) < 0.
+    let mut auto = conn.prepare("SELECT max(key) FROM jobs WHERE queue = ?1 AND key >= 0")?;
+    let mut custom = conn.prepare("SELECT max(key) FROM jobs WHERE queue = ?1 AND key < 0")?;
+    for (name, saved) in snap.queues.iter_mut() {
+        let max_auto: Option<i64> = auto.query_row([name], |r| r.get(0))?;
+        let max_custom: Option<i64> = custom.query_row([name], |r| r.get(0))?;
+        let meta = saved.meta.get_or_insert(QueueRow {
+            last_auto_id: 0,
+            custom_seq: 0,
+            paused: false,
+        });
+        if let Some(k) = max_auto {
+            meta.last_auto_id = meta.last_auto_id.max(k as u64);
+        }
+        if let Some(k) = max_custom {
+            meta.custom_seq = meta.custom_seq.max(k as u64 & !CUSTOM_KEY_BIT);
+        }
+    }
+    Ok(())
 }

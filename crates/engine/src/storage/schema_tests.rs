@@ -12,7 +12,9 @@ fn plan(c: &Connection, sql: &str) -> String {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
     let rows = stmt
-        .query_map(rusqlite::params_from_iter(unbound), |r| r.get::<_, String>(3))
+        .query_map(rusqlite::params_from_iter(unbound), |r| {
+            r.get::<_, String>(3)
+        })
         .expect("plan rows");
     rows.map(|r| r.expect("plan row"))
         .collect::<Vec<_>>()
