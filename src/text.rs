@@ -1,7 +1,7 @@
 //! JSON text handed to JS. ASCII text (the usual case: records and events are JSON that escapes
 //! nothing outside ASCII unless the user's data holds it) is created as a Latin-1 string, which
 //! both engines copy as is. UTF-8 must be decoded first; on Bun that also yields a two-byte
-//! string, which `JSON.parse` then reads at about half the speed (0.56 vs 0.32 µs per job
+//! string, which `JSON.parse` then reads at less than half the speed (0.56 vs 0.23 µs per job
 //! record, `bench/boundary`'s payload).
 
 use napi::{Env, JsString, Result};
