@@ -141,6 +141,8 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
     let shown = path.display().to_string();
     let mut taken = 0;
     let mut spin = false;
+    // On a single CPU a spinning writer would only hold off the thread it is waiting for.
+    let may_spin = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     loop {
         let idle_from = Instant::now();
         if spin {
@@ -160,7 +162,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
             .submitted_at
             .load(Ordering::Relaxed)
             .saturating_sub(idle_ns);
-        spin = gap < SPIN.as_nanos() as u64;
+        spin = may_spin && gap < SPIN.as_nanos() as u64;
         let mut applied = Applied::default();
         if !ops.is_empty() && shared.failure.lock().is_none() {
             let want_full = shared.sync_full.load(Ordering::Acquire);
@@ -204,7 +206,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
 /// its next change some 20–40 µs after the previous commit; sleeping in between costs a thread
 /// wake-up on each side, which on this VM is most of a 60–100 µs round trip. The writer spins
 /// only when the previous submission came within this time after it went idle, so an idle or
-/// slow queue does not burn CPU.
+/// slow queue does not burn CPU, and never on a single CPU.
 const SPIN: Duration = Duration::from_micros(100);
 
 fn spin_for_work(shared: &Shared, taken: u64, from: Instant) {
