@@ -31,17 +31,9 @@ const ROUND: usize = 1_000;
 const REMOVE_PER_ROUND: usize = 200;
 const POP_PER_ROUND: usize = 700;
 
-/// splitmix64: a deterministic, dependency-free source of pseudo-random numbers.
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+#[path = "support/rng.rs"]
+mod support_rng;
+use support_rng::rng;
 
 /// `(key, (priority, order))` for N jobs: priority 0..10, order = admission counter.
 fn jobs(n: usize) -> Vec<(u64, (u32, i64))> {

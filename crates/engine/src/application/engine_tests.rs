@@ -51,17 +51,7 @@ fn add(e: &Engine, q: &QueueRef, opts: &str) -> String {
     }
 }
 
-fn taken(json: &str) -> Vec<(String, u64)> {
-    let v: Vec<Value> = serde_json::from_str(json).unwrap();
-    v.iter()
-        .map(|j| {
-            (
-                crate::domain::job::record_id(&j["id"]),
-                j["token"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
+use crate::domain::job::parse_taken as taken;
 
 fn ids(json: &str) -> Vec<String> {
     let v: Vec<Value> = serde_json::from_str(json).unwrap();

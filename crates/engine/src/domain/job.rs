@@ -385,6 +385,15 @@ pub fn record_id(v: &serde_json::Value) -> String {
     }
 }
 
+/// `(id, token)` of each record of a take result (test helper).
+#[cfg(test)]
+pub fn parse_taken(json: &str) -> Vec<(String, u64)> {
+    let v: Vec<serde_json::Value> = serde_json::from_str(json).expect("a JSON array");
+    v.iter()
+        .map(|j| (record_id(&j["id"]), j["token"].as_u64().expect("a token")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,17 +47,7 @@ fn add_fx(q: &mut QueueState, opts: &str, now: u64, fx: &mut Effects) -> String 
 }
 
 /// Parses a JSON array of job records into (id, token) pairs.
-fn parse_taken(json: &str) -> Vec<(String, u64)> {
-    let v: Vec<Value> = serde_json::from_str(json).unwrap();
-    v.iter()
-        .map(|j| {
-            (
-                crate::domain::job::record_id(&j["id"]),
-                j["token"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
+use crate::domain::job::parse_taken;
 
 fn take_fx(q: &mut QueueState, max: usize, now: u64, fx: &mut Effects) -> Vec<(String, u64)> {
     let mut out = String::from("[");
