@@ -4,54 +4,12 @@
 import { describe, it, expect, beforeEach, afterEach } from 'vitest'
 import { createRequire } from 'node:module'
 import { Queue, Worker, QueueEvents, QueueError } from '../index.mjs'
-import { uniqueName, once, collect, openTracker } from './helpers.mjs'
+import { uniqueName, once, collect, openTracker, rejectsAtOnce, thrown, expectError } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const binding = require('../binding.js')
 
 const { track, mkQueue, mkWorker, mkEvents } = openTracker('bad', { Queue, Worker, QueueEvents }, afterEach)
-
-/**
- * The error `p` rejects with. It must be a promise (not a synchronous throw, which escapes while
- * the argument is evaluated) that is already rejected by the next macrotask.
- */
-async function rejectsAtOnce(p) {
-  expect(p).toBeInstanceOf(Promise)
-  let state = 'pending'
-  let err
-  p.then(
-    () => {
-      state = 'resolved'
-    },
-    (e) => {
-      state = 'rejected'
-      err = e
-    },
-  )
-  await new Promise((r) => setTimeout(r, 0))
-  expect(state).toBe('rejected')
-  return err
-}
-
-/** The error a synchronous call throws. */
-function thrown(fn) {
-  try {
-    fn()
-  } catch (e) {
-    return e
-  }
-  throw new Error('expected a throw, but the call returned')
-}
-
-/** Checks class, code and message of an error. */
-function expectError(err, Class, code, pattern) {
-  expect({ cls: err && err.constructor && err.constructor.name, code: err && err.code }).toEqual({
-    cls: Class.name,
-    code,
-  })
-  expect(err).toBeInstanceOf(Class)
-  expect(err.message).toMatch(pattern)
-}
 
 /** A snapshot of everything in a queue: counts, and each job's id/state/data/opts. */
 async function snapshot(q) {

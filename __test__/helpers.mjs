@@ -1,4 +1,6 @@
 // Shared test helpers. Bun runs every file in one process, so each test uses its own queue name.
+import { expect } from 'vitest'
+
 let n = 0
 export function uniqueName(prefix = 'q') {
   n += 1
@@ -90,3 +92,45 @@ export async function rejection(p) {
 
 export const ids = (jobs) => jobs.map((j) => j.id)
 export const names = (jobs) => jobs.map((j) => j.name)
+
+/**
+ * The error `p` rejects with. It must be a promise (not a synchronous throw, which escapes while
+ * the argument is evaluated) that is already rejected by the next macrotask.
+ */
+export async function rejectsAtOnce(p) {
+  expect(p).toBeInstanceOf(Promise)
+  let state = 'pending'
+  let err
+  p.then(
+    () => {
+      state = 'resolved'
+    },
+    (e) => {
+      state = 'rejected'
+      err = e
+    },
+  )
+  await new Promise((r) => setTimeout(r, 0))
+  expect(state).toBe('rejected')
+  return err
+}
+
+/** The error a synchronous call throws. */
+export function thrown(fn) {
+  try {
+    fn()
+  } catch (e) {
+    return e
+  }
+  throw new Error('expected a throw, but the call returned')
+}
+
+/** Checks class, code and message of an error. */
+export function expectError(err, Class, code, pattern) {
+  expect({ cls: err && err.constructor && err.constructor.name, code: err && err.code }).toEqual({
+    cls: Class.name,
+    code,
+  })
+  expect(err).toBeInstanceOf(Class)
+  expect(err.message).toMatch(pattern)
+}

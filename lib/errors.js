@@ -36,6 +36,61 @@ function rangeError(option, message, code = 'ERR_INVALID_OPTION') {
 
 const SEP = '\u0001'
 
+/** Longest piece of a value or foreign message an error message quotes. */
+const QUOTE_LIMIT = 200
+
+function cap(text) {
+  return text.length > QUOTE_LIMIT ? text.slice(0, QUOTE_LIMIT) + '…' : text
+}
+
+/**
+ * Text for any value, capped, that never throws: a string as is, an Error's message, JSON for
+ * plain data, `String()` otherwise, and a description of the type when even that throws (a
+ * null-prototype object, a cycle, a Proxy whose traps throw, a throwing toString).
+ */
+function textOf(value) {
+  try {
+    if (typeof value === 'string') return cap(value)
+    if (value instanceof Error && typeof value.message === 'string') return cap(value.message)
+    if (value !== null && typeof value === 'object') {
+      try {
+        const json = JSON.stringify(value)
+        if (typeof json === 'string') return cap(json)
+      } catch {}
+    }
+    return cap(String(value))
+  } catch {}
+  try {
+    return cap(`a value that cannot be shown as text (${Object.prototype.toString.call(value)})`)
+  } catch {
+    return `a value that cannot be shown as text (${typeof value})`
+  }
+}
+
+/** Whether `e` is an error of ours: TypeError, RangeError or QueueError with an ERR_ code. */
+function isOurs(e) {
+  try {
+    return (
+      (e instanceof TypeError || e instanceof RangeError || e instanceof QueueError) &&
+      typeof e.code === 'string' &&
+      e.code.startsWith('ERR_')
+    )
+  } catch {
+    return false
+  }
+}
+
+/**
+ * An error raised while reading the caller's input (a throwing getter, Proxy trap or toJSON) as
+ * one of ours: a TypeError with `code` naming `what`, the original as `cause`. Ours pass through.
+ */
+function inputError(e, what, code = 'ERR_INVALID_OPTION') {
+  if (isOurs(e)) return e
+  const err = withCode(new TypeError(`${what} could not be read: ${textOf(e)}`), code)
+  err.cause = e
+  return err
+}
+
 /** Turns an error thrown by the binding into the public error it stands for. */
 function decode(e) {
   const msg = e && typeof e.message === 'string' ? e.message : String(e)
@@ -47,7 +102,7 @@ function decode(e) {
     return new QueueError(code, text)
   }
   // Not an engine error: a panic or a marshalling failure inside the binding.
-  return new QueueError('ERR_INTERNAL', `internal error: ${msg}`)
+  return new QueueError('ERR_INTERNAL', `internal error: ${cap(msg)}`)
 }
 
-module.exports = { QueueError, UnrecoverableError, typeError, rangeError, decode }
+module.exports = { QueueError, UnrecoverableError, typeError, rangeError, decode, textOf, isOurs, inputError }

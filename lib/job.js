@@ -3,7 +3,7 @@
 // that produced it (`job.queue`), whose native handle its methods use.
 
 const { binding, decode } = require('./native')
-const { QueueError } = require('./errors')
+const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
 
 /** The disk-aware reads of queue.js (required lazily: queue.js requires this file). */
@@ -21,7 +21,8 @@ class Job {
    * @param r internal: an engine record (parsed) to take the fields from (see fromRecord), or
    *   the timestamp of a job just added (saves a clock read per job in addBulk)
    */
-  constructor(queue, name, data, opts = {}, id, r) {
+  constructor(queue, name, data, opts, id, r) {
+    opts = opts ?? {}
     this.queue = queue
     this.name = name
     this.data = data
@@ -29,17 +30,25 @@ class Job {
     this.id = id
     // Both branches set the same fields in the same order (one object shape for all jobs).
     if (r === undefined || typeof r === 'number') {
+      let timestamp, delay, priority
+      try {
+        timestamp = opts.timestamp
+        delay = opts.delay
+        priority = opts.priority
+      } catch (e) {
+        throw inputError(e, 'opts')
+      }
       this.progress = 0
       this.returnvalue = null
       this.failedReason = undefined
       this.stacktrace = []
       this.attemptsMade = 0
       this.attemptsStarted = 0
-      this.timestamp = opts.timestamp ?? r ?? Date.now()
+      this.timestamp = timestamp ?? r ?? Date.now()
       this.processedOn = undefined
       this.finishedOn = undefined
-      this.delay = opts.delay ?? 0
-      this.priority = opts.priority ?? 0
+      this.delay = delay ?? 0
+      this.priority = priority ?? 0
       this.token = undefined
     } else {
       // Records handed to workers leave out fields at their defaults (see Job::write_json).
@@ -64,9 +73,15 @@ class Job {
     return new Job(queue, r.name, r.data, r.opts ?? {}, typeof r.id === 'number' ? String(r.id) : r.id, r)
   }
 
+  /** The queue handle, once the job's queue and id are known to be usable. */
   get _h() {
-    this.queue._ensureOpen()
-    return this.queue._h
+    const q = this.queue
+    if (q === null || typeof q !== 'object' || typeof q._ensureOpen !== 'function') {
+      throw typeError('job.queue', `must be the Queue or Worker the job came from, got ${v.describe(q)}`)
+    }
+    if (typeof this.id !== 'string') throw typeError('job.id', `must be a string, got ${v.describe(this.id)}`)
+    q._ensureOpen()
+    return q._h
   }
 
   _call(fn, ...args) {
@@ -107,13 +122,20 @@ class Job {
 
   /** Appends a row to the job's log; returns the number of rows. */
   async log(row) {
-    const keep = this.opts.keepLogs ?? 0
-    return this._change(binding.addLog, String(row), keep)
+    v.string('row', row)
+    let keep
+    try {
+      keep = this.opts.keepLogs ?? 0
+    } catch (e) {
+      throw inputError(e, 'job.opts')
+    }
+    v.integerIn('job.opts.keepLogs', keep, 0, 2 ** 32 - 1)
+    return this._change(binding.addLog, row, keep)
   }
 
   /** The job's current state, or 'unknown' once it is gone. */
   async getState() {
-    this.queue._ensureOpen()
+    void this._h
     return reads().stateOf(this.queue, this.id)
   }
 
@@ -125,12 +147,12 @@ class Job {
   }
 
   /** Changes the priority (and with `lifo` puts the job first within it). */
-  async changePriority(opts = {}) {
-    v.optionalObject('opts', opts)
-    const priority = opts.priority ?? 0
+  async changePriority(opts) {
+    const o = v.ownOptions(opts)
+    const priority = o.priority ?? 0
     v.number('priority', priority)
-    if (opts.lifo !== undefined) v.jobOptions({ lifo: opts.lifo }, 'opts')
-    await this._change(binding.changePriority, priority, opts.lifo === true)
+    v.optionalBoolean('opts.lifo', o.lifo)
+    await this._change(binding.changePriority, priority, o.lifo === true)
     this.priority = priority
   }
 
@@ -154,8 +176,8 @@ class Job {
       e.code = 'ERR_INVALID_OPTION'
       throw e
     }
-    v.optionalObject('opts', opts)
-    const reset = !!(opts && (opts.resetAttemptsMade || opts.resetAttemptsStarted))
+    const o = v.ownOptions(opts)
+    const reset = !!(o.resetAttemptsMade || o.resetAttemptsStarted)
     await this._change(binding.retryJob, state, reset)
     this.failedReason = undefined
     this.finishedOn = undefined
@@ -191,15 +213,14 @@ class Job {
    * it fails for good, or with ERR_TIMEOUT after `ttl` ms.
    */
   waitUntilFinished(queueEvents, ttl) {
-    if (!queueEvents || typeof queueEvents._waitFor !== 'function') {
-      return Promise.reject(
-        Object.assign(new TypeError('queueEvents must be a QueueEvents instance'), { code: 'ERR_INVALID_OPTION' }),
-      )
-    }
     try {
+      if (queueEvents === null || typeof queueEvents !== 'object' || typeof queueEvents._waitFor !== 'function') {
+        throw typeError('queueEvents', `must be a QueueEvents instance, got ${v.describe(queueEvents)}`)
+      }
       if (ttl !== undefined) v.integerAtLeast('ttl', ttl, 0)
+      void this._h
     } catch (e) {
-      return Promise.reject(e)
+      return Promise.reject(inputError(e, 'queueEvents'))
     }
     return new Promise((resolve, reject) => {
       let timer

@@ -5,7 +5,8 @@
 
 const path = require('node:path')
 const binding = require('../binding.js')
-const { decode, QueueError } = require('./errors')
+const { decode, QueueError, typeError, rangeError } = require('./errors')
+const { describe } = require('./validate')
 
 const DURABILITY = ['commit', 'fsync', 'buffered']
 /** engineId -> Engine */
@@ -141,20 +142,19 @@ function acquireEngine(opts) {
   let dataPath = opts.dataPath
   if (dataPath === undefined && process.env.FERROQUEUE_DATA_PATH) dataPath = process.env.FERROQUEUE_DATA_PATH
   if (dataPath !== undefined && dataPath !== null && typeof dataPath !== 'string') {
-    throw Object.assign(new TypeError(`dataPath must be a string, got ${typeof dataPath}`), { code: 'ERR_INVALID_OPTION' })
+    throw typeError('dataPath', `must be a string, got ${describe(dataPath)}`)
   }
+  if (dataPath === '') throw rangeError('dataPath', 'must not be empty (leave it out for an in-memory queue)')
   const durability = opts.durability ?? 'commit'
   if (!DURABILITY.includes(durability)) {
-    const e = new RangeError(`durability must be one of ${DURABILITY.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(durability)}`)
-    throw Object.assign(e, { code: 'ERR_INVALID_OPTION' })
+    throw rangeError('durability', `must be one of ${DURABILITY.map((d) => `'${d}'`).join(', ')}, got ${describe(durability)}`)
   }
   let finished = null
   const bound = process.env.FERROQUEUE_FINISHED_IN_MEMORY
   if (dataPath && bound !== undefined && bound !== '') {
     finished = Number(bound)
     if (!Number.isInteger(finished) || finished < 1 || finished > 2 ** 32 - 1) {
-      const e = new RangeError(`FERROQUEUE_FINISHED_IN_MEMORY must be an integer >= 1, got ${JSON.stringify(bound)}`)
-      throw Object.assign(e, { code: 'ERR_INVALID_OPTION' })
+      throw rangeError('FERROQUEUE_FINISHED_IN_MEMORY', `must be an integer in 1..=4294967295, got ${describe(bound)}`)
     }
   }
   let id

@@ -4,6 +4,7 @@
 
 const { EventEmitter } = require('node:events')
 const { openHandle, closeHandle } = require('./queue')
+const v = require('./validate')
 
 class QueueEvents extends EventEmitter {
   /**
@@ -12,7 +13,7 @@ class QueueEvents extends EventEmitter {
    */
   constructor(name, opts) {
     super()
-    openHandle(this, name, opts)
+    openHandle(this, name, opts, (o) => v.optionalBoolean('autorun', o.autorun))
     this._waiters = new Map()
     this._running = false
     if (this.opts.autorun !== false) this.run()

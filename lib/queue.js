@@ -3,8 +3,9 @@
 
 const { EventEmitter } = require('node:events')
 const { binding, decode, acquireEngine, releaseEngine, openQueue } = require('./native')
-const { QueueError } = require('./errors')
+const { QueueError, typeError, inputError } = require('./errors')
 const { Job } = require('./job')
+const { addBulk } = require('./bulk')
 const v = require('./validate')
 
 const ALL_TYPES = ['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'paused']
@@ -12,13 +13,14 @@ const CLEAN_TYPES = ['completed', 'failed', 'delayed', 'wait', 'waiting', 'prior
 
 /**
  * Options shared by Queue, Worker and QueueEvents (`dataPath`, `durability`): checks them, finds
- * the engine and opens the handle.
+ * the engine and opens the handle. `check(opts)` checks the owner's own options first (on the
+ * caller's own copy of them), so that a bad option throws before any engine is held.
  */
-function openHandle(owner, name, opts) {
+function openHandle(owner, name, opts, check) {
   v.queueName(name)
-  v.optionalObject('opts', opts)
   owner.name = name
-  owner.opts = opts || {}
+  owner.opts = v.ownOptions(opts)
+  if (check) check(owner.opts)
   const { engine, durability } = acquireEngine(owner.opts)
   try {
     owner._h = openQueue(engine.id, name)
@@ -96,13 +98,19 @@ async function stateOf(owner, id) {
 }
 
 function checkTypes(types) {
-  const list = types === undefined ? [] : Array.isArray(types) ? types.flat() : [types]
-  for (const t of list) {
-    if (typeof t !== 'string') {
-      throw Object.assign(new TypeError(`types must be state names, got ${v.describe(t)}`), { code: 'ERR_INVALID_OPTION' })
+  try {
+    const list = types === undefined ? [] : Array.isArray(types) ? types.flat() : [types]
+    for (const t of list) {
+      if (typeof t !== 'string') throw typeError('types', `must be state names, got ${v.describe(t)}`)
     }
+    return list
+  } catch (e) {
+    throw inputError(e, 'types')
   }
-  return list
+}
+
+function checkId(id) {
+  if (typeof id !== 'string') throw typeError('id', `must be a string, got ${v.describe(id)}`)
 }
 
 class Queue extends EventEmitter {
@@ -112,18 +120,18 @@ class Queue extends EventEmitter {
    */
   constructor(name, opts) {
     super()
-    openHandle(this, name, opts)
-    v.jobOptions(this.opts.defaultJobOptions, 'defaultJobOptions')
-    this.defaultJobOptions = { ...(this.opts.defaultJobOptions || {}) }
-    if (this.opts.defaultJobOptions) {
+    openHandle(this, name, opts, (o) => {
+      this.defaultJobOptions = v.ownJobOptions(o.defaultJobOptions, 'defaultJobOptions')
+      if (!o.defaultJobOptions) return
+      const text = v.optionsJson(this.defaultJobOptions, 'defaultJobOptions')
       try {
-        binding.checkJobOptions(JSON.stringify(this.defaultJobOptions))
+        binding.checkJobOptions(text)
       } catch (e) {
         const err = decode(e)
         err.message = `defaultJobOptions.${err.message}`
         throw err
       }
-    }
+    })
   }
 
   _ensureOpen() {
@@ -156,11 +164,12 @@ class Queue extends EventEmitter {
     this._ensureOpen()
   }
 
-  _merge(opts) {
-    v.jobOptions(opts)
+  /** The caller's own options (checked) over the queue's defaults, as a new object. */
+  _merge(opts, option = 'opts') {
+    const own = v.ownJobOptions(opts, option)
     const d = this.defaultJobOptions
-    for (const _ in d) return opts ? { ...d, ...opts } : { ...d }
-    return opts || {}
+    for (const _ in d) return { ...d, ...own }
+    return own
   }
 
   /** Adds a job; resolves with it. A `jobId` that exists returns the existing job. */
@@ -172,7 +181,7 @@ class Queue extends EventEmitter {
     const timestamp = merged.timestamp ?? Date.now()
     let optsText = null
     for (const _ in merged) {
-      optsText = JSON.stringify(merged)
+      optsText = v.optionsJson(merged)
       break
     }
     let code
@@ -194,56 +203,14 @@ class Queue extends EventEmitter {
     return job
   }
 
-  /** Adds jobs in one call, all or none; resolves with them in order. */
+  /** Adds jobs, all or none (see bulk.js); resolves with them in order. */
   async addBulk(jobs) {
-    this._ensureOpen()
-    if (!Array.isArray(jobs)) {
-      throw Object.assign(new TypeError(`jobs must be an array, got ${v.describe(jobs)}`), { code: 'ERR_INVALID_OPTION' })
-    }
-    const now = Date.now()
-    const wire = new Array(jobs.length)
-    const merged = new Array(jobs.length)
-    let plain = true
-    for (let i = 0; i < jobs.length; i++) {
-      const j = jobs[i]
-      if (!v.isPlainObject(j)) {
-        throw Object.assign(new TypeError(`jobs[${i}] must be { name, data, opts? }, got ${v.describe(j)}`), {
-          code: 'ERR_INVALID_OPTION',
-        })
-      }
-      v.jobName(j.name)
-      const o = this._merge(j.opts)
-      merged[i] = o
-      if (!v.plainJsonSafe(j.data, `jobs[${i}].data`)) plain = false
-      wire[i] = { name: j.name, data: j.data, opts: o, timestamp: o.timestamp }
-    }
-    // Each payload was scanned on its own (cheap); the batch then needs no replacer.
-    const text = plain ? v.plainJson(wire, 'data') : v.toJson(wire, 'data')
-    let codes
-    try {
-      codes = binding.addBulk(this._h, text, now)
-    } catch (e) {
-      throw decode(e)
-    }
-    const wait = commitWait(this)
-    if (wait) await wait
-    const out = new Array(jobs.length)
-    for (let i = 0; i < jobs.length; i++) {
-      const c = codes[i]
-      if (c < 0) {
-        out[i] = await this.getJob(merged[i].jobId)
-        continue
-      }
-      out[i] = new Job(this, jobs[i].name, jobs[i].data, merged[i], c > 0 ? String(c) : merged[i].jobId, now)
-    }
-    return out
+    return addBulk(this, jobs)
   }
 
   /** The job with that id, or undefined. */
   async getJob(id) {
-    if (typeof id !== 'string') {
-      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
-    }
+    checkId(id)
     this._ensureOpen()
     const text = await jobRecord(this, id)
     return text === null ? undefined : Job.fromRecord(this, JSON.parse(text))
@@ -251,9 +218,7 @@ class Queue extends EventEmitter {
 
   /** The state of a job: waiting, prioritized, delayed, active, completed, failed or unknown. */
   async getJobState(id) {
-    if (typeof id !== 'string') {
-      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
-    }
+    checkId(id)
     this._ensureOpen()
     return stateOf(this, id)
   }
@@ -352,9 +317,7 @@ class Queue extends EventEmitter {
 
   /** Removes a job unless it is active; resolves 1 if removed, 0 if not. */
   async remove(id) {
-    if (typeof id !== 'string') {
-      throw Object.assign(new TypeError(`id must be a string, got ${v.describe(id)}`), { code: 'ERR_INVALID_OPTION' })
-    }
+    checkId(id)
     try {
       if (await this._change(binding.removeJob, id)) return 1
     } catch (e) {
@@ -387,15 +350,15 @@ class Queue extends EventEmitter {
   }
 
   /** Removes the whole queue; refuses while jobs are active unless `{ force: true }`. */
-  async obliterate(opts = {}) {
-    v.optionalObject('opts', opts)
-    await this._change(binding.obliterate, !!(opts && opts.force))
+  async obliterate(opts) {
+    const force = !!v.ownOptions(opts).force
+    await this._change(binding.obliterate, force)
   }
 
   /** A page of a job's log rows and their total. */
   async getJobLogs(id, start = 0, end = -1, asc = true) {
+    checkId(id)
     v.range(start, end)
-    id = String(id)
     const inMemory = this._call(binding.getState, id) !== 'unknown'
     if (!inMemory && mayBeOnDisk(this, id)) {
       await settled(this)

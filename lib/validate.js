@@ -1,20 +1,41 @@
 'use strict'
 // Argument checks at the public boundary: wrong types throw TypeError, values out of range
 // RangeError, both with code ERR_INVALID_OPTION and a message naming the option. Ranges of job
-// options are checked again by the engine, which is the authority.
+// options are checked again by the engine, which is the authority. Reading the caller's values
+// may run their code (getters, Proxy traps, toJSON); whatever that throws is turned into one of
+// our errors by the checks here (see inputError).
 
-const { typeError, rangeError } = require('./errors')
+const { typeError, rangeError, inputError, textOf } = require('./errors')
+
+/** Largest count `removeOnComplete` / `removeOnFail` take (the engine's bound). */
+const MAX_KEEP_COUNT = 9e15
+/** Largest u32: concurrency, keepLogs. */
+const MAX_U32 = 2 ** 32 - 1
 
 function describe(v) {
-  if (v === null) return 'null'
-  if (Array.isArray(v)) return 'an array'
-  if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`
+  try {
+    if (v === null) return 'null'
+    if (Array.isArray(v)) return 'an array'
+    if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`
+    if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`
+    if (typeof v === 'object') {
+      const proto = Object.getPrototypeOf(v)
+      if (proto === null) return 'an object without prototype'
+      if (proto !== Object.prototype && typeof proto.constructor === 'function') return `a ${String(proto.constructor.name).slice(0, 40)}`
+    }
+  } catch {}
   return typeof v
 }
 
 function isPlainObject(v) {
   return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+/** An object literal (or null-prototype object): not an array, Date, Map or class instance. */
+function isRecord(v) {
+  if (!isPlainObject(v)) return false
+  const proto = Object.getPrototypeOf(v)
+  return proto === Object.prototype || proto === null
 }
 
 function queueName(name) {
@@ -31,6 +52,14 @@ function optionalObject(option, v) {
   }
 }
 
+function optionalBoolean(option, v) {
+  if (v !== undefined && typeof v !== 'boolean') throw typeError(option, `must be a boolean, got ${describe(v)}`)
+}
+
+function string(option, v) {
+  if (typeof v !== 'string') throw typeError(option, `must be a string, got ${describe(v)}`)
+}
+
 function number(option, v) {
   if (typeof v !== 'number') throw typeError(option, `must be a number, got ${describe(v)}`)
   if (!Number.isFinite(v)) throw rangeError(option, `must be a finite number, got ${v}`)
@@ -41,16 +70,43 @@ function integerAtLeast(option, v, min) {
   if (!Number.isInteger(v) || v < min) throw rangeError(option, `must be an integer >= ${min}, got ${v}`)
 }
 
-function keepJobs(option, v) {
-  if (v === undefined || typeof v === 'boolean') return
-  if (typeof v === 'number') return integerAtLeast(option, v, 0)
-  if (!isPlainObject(v)) throw typeError(option, `must be a boolean, a number or { age, count }, got ${describe(v)}`)
-  if (v.age !== undefined) number(`${option}.age`, v.age)
-  if (v.count !== undefined) number(`${option}.count`, v.count)
+function integerIn(option, v, min, max) {
+  number(option, v)
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw rangeError(option, `must be an integer in ${min}..=${max}, got ${v}`)
+  }
 }
 
-/** Checks the types of job options (BullMQ's JobsOptions that ferroqueue models). */
+/** A worker's concurrency: an integer in 1..=2^32-1 (what one pull can ask for). */
+function concurrency(v) {
+  integerIn('concurrency', v, 1, MAX_U32)
+}
+
+/** `removeOnComplete` / `removeOnFail`, by the engine's rules (see options.rs `parse_keep`). */
+function keepJobs(option, v) {
+  if (v === undefined || typeof v === 'boolean') return
+  if (typeof v === 'number') return integerIn(option, v, 0, MAX_KEEP_COUNT)
+  if (!isRecord(v)) throw typeError(option, `must be a boolean, a number or { age, count }, got ${describe(v)}`)
+  if (v.age !== undefined) {
+    number(`${option}.age`, v.age)
+    if (v.age < 0) throw rangeError(`${option}.age`, `must be a finite number >= 0 (seconds), got ${v.age}`)
+  }
+  if (v.count !== undefined) integerIn(`${option}.count`, v.count, 0, MAX_KEEP_COUNT)
+}
+
+/**
+ * Checks the types of job options (BullMQ's JobsOptions that ferroqueue models). Errors name
+ * `option`; an error thrown while reading them (a getter, a Proxy) becomes ERR_INVALID_OPTION.
+ */
 function jobOptions(opts, option = 'opts') {
+  try {
+    checkJobOptions(opts, option)
+  } catch (e) {
+    throw inputError(e, option)
+  }
+}
+
+function checkJobOptions(opts, option) {
   optionalObject(option, opts)
   if (!opts) return
   const o = opts
@@ -63,12 +119,10 @@ function jobOptions(opts, option = 'opts') {
   if (o.timestamp !== undefined && !(o.timestamp >= 0 && Number.isFinite(o.timestamp))) {
     throw rangeError(`${option}.timestamp`, `must be a finite number >= 0, got ${o.timestamp}`)
   }
-  if (o.lifo !== undefined && typeof o.lifo !== 'boolean') {
-    throw typeError(`${option}.lifo`, `must be a boolean, got ${describe(o.lifo)}`)
-  }
+  optionalBoolean(`${option}.lifo`, o.lifo)
   if (typeof o.backoff === 'number') number(`${option}.backoff`, o.backoff)
   else if (o.backoff !== undefined) {
-    if (!isPlainObject(o.backoff)) {
+    if (!isRecord(o.backoff)) {
       throw typeError(`${option}.backoff`, `must be a number or { type, delay, jitter? }, got ${describe(o.backoff)}`)
     }
     if (typeof o.backoff.type !== 'string') {
@@ -79,6 +133,39 @@ function jobOptions(opts, option = 'opts') {
   }
   keepJobs(`${option}.removeOnComplete`, o.removeOnComplete)
   keepJobs(`${option}.removeOnFail`, o.removeOnFail)
+  if (o.keepLogs !== undefined) integerIn(`${option}.keepLogs`, o.keepLogs, 0, MAX_U32)
+}
+
+/**
+ * A plain copy of an options object's own enumerable properties (`{}` for undefined or null).
+ * Inherited properties are not options: JSON, which carries options to the engine, ignores them
+ * too, so what the caller is shown is exactly what was applied.
+ */
+function ownOptions(opts, option = 'opts') {
+  try {
+    optionalObject(option, opts)
+    return opts ? { ...opts } : {}
+  } catch (e) {
+    throw inputError(e, option)
+  }
+}
+
+/** Job options as an own copy (see ownOptions), checked (see jobOptions). */
+function ownJobOptions(opts, option = 'opts') {
+  const own = ownOptions(opts, option)
+  jobOptions(own, option)
+  return own
+}
+
+/** JSON text of (already checked) options; what cannot be serialised is ERR_INVALID_OPTION. */
+function optionsJson(opts, option = 'opts') {
+  let text
+  try {
+    text = JSON.stringify(opts)
+  } catch (e) {
+    throw typeError(option, `are not JSON-serialisable: ${textOf(e)}`)
+  }
+  return text
 }
 
 function rejectFunctions(key, value) {
@@ -135,23 +222,23 @@ function scan(root) {
  */
 function toJson(value, what = 'data', fallback = '{}') {
   if (value === undefined) return fallback
-  let replacer
-  if (typeof value === 'object' && value !== null) {
-    const found = scan(value)
-    if (found === null) replacer = rejectFunctions
-    else if (found !== undefined) {
-      throw typeError(what, `is not JSON-serialisable: ${found[1]} at key ${JSON.stringify(found[0])}`, 'ERR_INVALID_DATA')
-    }
-  }
   let text
   try {
+    let replacer
+    if (typeof value === 'object' && value !== null) {
+      const found = scan(value)
+      if (found === null) replacer = rejectFunctions
+      else if (found !== undefined) {
+        throw typeError(what, `is not JSON-serialisable: ${found[1]} at key ${JSON.stringify(found[0])}`, 'ERR_INVALID_DATA')
+      }
+    }
     text = replacer ? JSON.stringify(value, replacer) : JSON.stringify(value)
   } catch (e) {
-    if (e && e.code === 'ERR_INVALID_DATA') {
+    if (e && e.code === 'ERR_INVALID_DATA' && e instanceof TypeError) {
       e.message = e.message.replace(/^data/, what)
       throw e
     }
-    throw typeError(what, `is not JSON-serialisable: ${e && e.message}`, 'ERR_INVALID_DATA')
+    throw typeError(what, `is not JSON-serialisable: ${textOf(e)}`, 'ERR_INVALID_DATA')
   }
   if (text === undefined) throw typeError(what, `is not JSON-serialisable: ${typeof value}`, 'ERR_INVALID_DATA')
   return text
@@ -163,6 +250,14 @@ function toJson(value, what = 'data', fallback = '{}') {
  * scan (the caller must use the replacer path, `toJson`).
  */
 function plainJsonSafe(value, what = 'data') {
+  try {
+    return scanOne(value, what)
+  } catch (e) {
+    throw inputError(e, what, 'ERR_INVALID_DATA')
+  }
+}
+
+function scanOne(value, what) {
   if (value === null || typeof value !== 'object') {
     const t = typeof value
     if (t === 'function' || t === 'symbol') {
@@ -183,7 +278,7 @@ function plainJson(value, what = 'data') {
   try {
     return JSON.stringify(value)
   } catch (e) {
-    throw typeError(what, `is not JSON-serialisable: ${e && e.message}`, 'ERR_INVALID_DATA')
+    throw typeError(what, `is not JSON-serialisable: ${textOf(e)}`, 'ERR_INVALID_DATA')
   }
 }
 
@@ -199,10 +294,17 @@ module.exports = {
   queueName,
   jobName,
   optionalObject,
+  optionalBoolean,
+  string,
   number,
   integerAtLeast,
+  integerIn,
+  concurrency,
   keepJobs,
   jobOptions,
+  ownOptions,
+  ownJobOptions,
+  optionsJson,
   toJson,
   plainJsonSafe,
   plainJson,

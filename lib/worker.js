@@ -4,33 +4,80 @@
 
 const { EventEmitter } = require('node:events')
 const { binding, decode } = require('./native')
-const { QueueError } = require('./errors')
+const { QueueError, typeError, rangeError, textOf } = require('./errors')
 const { Job } = require('./job')
 const { openHandle, closeHandle, commitWait } = require('./queue')
 const v = require('./validate')
 
 let nextPuller = 1
 
-function errorOf(thrown) {
-  if (thrown instanceof Error) return thrown
-  let text
-  if (thrown === undefined) text = 'processor threw undefined (not an Error)'
-  else if (thrown === null) text = 'processor threw null (not an Error)'
-  else if (typeof thrown === 'string') text = thrown
-  else {
-    try {
-      text = JSON.stringify(thrown) ?? String(thrown)
-    } catch {
-      text = String(thrown)
+/**
+ * What a processor's throw (or rejection) means for its job: the error to report, the reason and
+ * stack to store, and whether it is unrecoverable. Never throws, whatever was thrown: a value that
+ * is not an Error is wrapped in one (with `thrown` set), and one that cannot be shown as text
+ * (e.g. a null-prototype object with a cycle) gets a reason that says so.
+ */
+function failureOf(thrown) {
+  let isError = false
+  let reason
+  let stack = null
+  let unrecoverable = false
+  try {
+    isError = thrown instanceof Error
+    if (isError) {
+      const message = thrown.message
+      reason = typeof message === 'string' ? message : textOf(message)
+      if (typeof thrown.stack === 'string') stack = thrown.stack
+      unrecoverable = thrown.name === 'UnrecoverableError' || thrown.constructor?.name === 'UnrecoverableError'
     }
+  } catch {}
+  if (reason === undefined) {
+    if (thrown === undefined) reason = 'processor threw undefined (not an Error)'
+    else if (thrown === null) reason = 'processor threw null (not an Error)'
+    else reason = textOf(thrown)
   }
-  const e = new Error(text)
-  e.thrown = thrown
-  return e
+  let error = thrown
+  if (!isError) {
+    error = new Error(reason)
+    error.thrown = thrown
+    stack = null
+  }
+  return { error, reason, stack, unrecoverable: unrecoverable === true }
 }
 
-function isUnrecoverable(err) {
-  return err && (err.name === 'UnrecoverableError' || err.constructor?.name === 'UnrecoverableError')
+/**
+ * Checks a worker's `removeOnComplete` / `removeOnFail` once, by the rules of job options (the
+ * engine's included), so that no job can fail to finish over them later. Returns their JSON.
+ */
+function retentionJson(o) {
+  v.keepJobs('removeOnComplete', o.removeOnComplete)
+  v.keepJobs('removeOnFail', o.removeOnFail)
+  const done = o.removeOnComplete === undefined ? '' : v.optionsJson(o.removeOnComplete, 'removeOnComplete')
+  const fail = o.removeOnFail === undefined ? '' : v.optionsJson(o.removeOnFail, 'removeOnFail')
+  try {
+    binding.checkJobOptions(`{${done && `"removeOnComplete":${done}`}${done && fail && ','}${fail && `"removeOnFail":${fail}`}}`)
+  } catch (e) {
+    throw decode(e)
+  }
+  return { done: done && `,"keep":${done}`, fail: fail && `,"keep":${fail}` }
+}
+
+/**
+ * Writes an acknowledged outcome into the Job the processor had in hand (a job it froze keeps
+ * its fields: the outcome itself is recorded and reported all the same).
+ */
+function settleJob(entry, now) {
+  const { job, result } = entry
+  try {
+    if (result === 0) {
+      job.returnvalue = entry.value
+      job.finishedOn = now
+    } else if (result === 1 || result === 2) {
+      job.failedReason = entry.reason
+      job.attemptsMade += 1
+      if (result === 2) job.finishedOn = now
+    }
+  } catch {}
 }
 
 class Worker extends EventEmitter {
@@ -42,35 +89,30 @@ class Worker extends EventEmitter {
    */
   constructor(name, processor, opts) {
     super()
-    if (typeof processor !== 'function') {
-      throw Object.assign(new TypeError(`processor must be a function, got ${v.describe(processor)}`), {
-        code: 'ERR_INVALID_OPTION',
-      })
-    }
-    openHandle(this, name, opts)
+    if (typeof processor !== 'function') throw typeError('processor', `must be a function, got ${v.describe(processor)}`)
+    let keep
+    openHandle(this, name, opts, (o) => {
+      v.concurrency(o.concurrency ?? 1)
+      v.optionalBoolean('autorun', o.autorun)
+      v.number('drainDelay', o.drainDelay ?? 5)
+      if (!(o.drainDelay === undefined || (o.drainDelay > 0 && o.drainDelay <= 3600))) {
+        throw rangeError('drainDelay', `must be in (0, 3600] seconds, got ${o.drainDelay}`)
+      }
+      keep = retentionJson(o)
+    })
     const o = this.opts
     const concurrency = o.concurrency ?? 1
-    v.integerAtLeast('concurrency', concurrency, 1)
-    if (o.autorun !== undefined && typeof o.autorun !== 'boolean') {
-      throw Object.assign(new TypeError(`autorun must be a boolean, got ${v.describe(o.autorun)}`), {
-        code: 'ERR_INVALID_OPTION',
-      })
-    }
     const drainDelay = o.drainDelay ?? 5
-    v.number('drainDelay', drainDelay)
-    if (!(drainDelay > 0 && drainDelay <= 3600)) {
-      throw Object.assign(new RangeError(`drainDelay must be in (0, 3600] seconds, got ${drainDelay}`), {
-        code: 'ERR_INVALID_OPTION',
-      })
-    }
-    v.keepJobs('removeOnComplete', o.removeOnComplete)
-    v.keepJobs('removeOnFail', o.removeOnFail)
-    this.concurrency = concurrency
+    this._concurrency = concurrency
     this._processor = processor
-    this._wantsSignal = processor.length >= 3
+    try {
+      this._wantsSignal = processor.length >= 3
+    } catch {
+      this._wantsSignal = true // a Proxy that hides its arity: give it a signal
+    }
     this._pullTimeout = Math.round(drainDelay * 1000)
-    this._keepDone = o.removeOnComplete === undefined ? '' : ',"keep":' + JSON.stringify(o.removeOnComplete)
-    this._keepFail = o.removeOnFail === undefined ? '' : ',"keep":' + JSON.stringify(o.removeOnFail)
+    this._keepDone = keep.done
+    this._keepFail = keep.fail
     this._puller = nextPuller++ // single-use once cancelled: see _cancelPulls
     this._active = new Map()
     this._acks = []
@@ -90,6 +132,17 @@ class Worker extends EventEmitter {
         if (!this._running && !this._closing) this.run().catch((err) => this._emitError(err))
       })
     }
+  }
+
+  /** Jobs run at once (BullMQ's `concurrency`); setting it checks the value and takes effect at once. */
+  get concurrency() {
+    return this._concurrency
+  }
+
+  set concurrency(n) {
+    v.concurrency(n)
+    this._concurrency = n
+    this._wakeUp()
   }
 
   /** Jobs of a worker stay usable while it closes: a graceful close lets them finish. */
@@ -197,24 +250,26 @@ class Worker extends EventEmitter {
   _start(record) {
     const job = Job.fromRecord(this, record)
     const controller = this._wantsSignal ? new AbortController() : undefined
-    const entry = { job, controller }
-    this._active.set(job.id, entry)
+    // The id and token are kept apart from the Job, which the processor may change.
+    const entry = { job, id: job.id, token: job.token, controller, done: false, value: null, error: undefined, reason: undefined, result: 0 }
+    this._active.set(entry.id, entry)
     this._worked = true
     this._emitSafe('active', job, 'waiting')
-    let result
     try {
-      result = this._processor(job, job.token, controller && controller.signal)
+      const result = this._processor(job, job.token, controller && controller.signal)
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+        // Promise.prototype.then over Promise.resolve: a foreign thenable cannot call back twice
+        // or throw past us.
+        Promise.prototype.then.call(
+          result instanceof Promise ? result : Promise.resolve(result),
+          (value) => this._complete(entry, value),
+          (err) => this._fail(entry, err),
+        )
+      } else {
+        this._complete(entry, result)
+      }
     } catch (err) {
       this._fail(entry, err)
-      return
-    }
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-      result.then(
-        (value) => this._complete(entry, value),
-        (err) => this._fail(entry, err),
-      )
-    } else {
-      this._complete(entry, result)
     }
   }
 
@@ -226,25 +281,25 @@ class Worker extends EventEmitter {
       this._fail(entry, err)
       return
     }
-    const job = entry.job
-    job.returnvalue = value === undefined ? null : value
-    this._queueAck(entry, `{"id":${JSON.stringify(job.id)},"token":${job.token},"ok":true,"value":${text}${this._keepDone}}`)
+    entry.value = value === undefined ? null : value
+    this._queueAck(entry, `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":true,"value":${text}${this._keepDone}}`)
   }
 
+  /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
-    const err = errorOf(thrown)
-    entry.error = err
-    const job = entry.job
-    job.failedReason = err.message
-    const unrecoverable = isUnrecoverable(err)
-    const stack = typeof err.stack === 'string' ? err.stack : null
-    this._queueAck(
-      entry,
-      `{"id":${JSON.stringify(job.id)},"token":${job.token},"ok":false,"reason":${JSON.stringify(String(err.message))},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${this._keepFail}}`,
-    )
+    const { error, reason, stack, unrecoverable } = failureOf(thrown)
+    entry.error = error
+    entry.reason = reason
+    this._queueAck(entry, this._failText(entry, reason, stack, unrecoverable, this._keepFail))
+  }
+
+  _failText(entry, reason, stack, unrecoverable, keep) {
+    return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${keep}}`
   }
 
   _queueAck(entry, text) {
+    if (entry.done) return
+    entry.done = true
     this._acks.push(text)
     this._ackJobs.push(entry)
     if (!this._flushQueued) {
@@ -260,35 +315,24 @@ class Worker extends EventEmitter {
     this._acks = []
     this._ackJobs = []
     if (texts.length === 0) return
-    let results
-    try {
-      results = binding.ack(this._h, '[' + texts.join(',') + ']')
-    } catch (e) {
-      results = null
-      this._emitError(decode(e))
-    }
+    const results = this._ackAll(texts, entries)
     const now = Date.now()
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]
-      const job = entry.job
-      this._active.delete(job.id)
-      const r = (entry.result = results ? results[i] : 3)
-      if (r === 0) job.finishedOn = now
-      else if (r === 1 || r === 2) {
-        job.attemptsMade += 1
-        if (r === 2) job.finishedOn = now
-      }
+      this._active.delete(entry.id)
+      entry.result = results[i]
+      settleJob(entry, now)
     }
     const emit = () => {
       for (let i = 0; i < entries.length; i++) {
-        const { job, result, error } = entries[i]
-        if (result === 0) this._emitSafe('completed', job, job.returnvalue, 'active')
+        const { job, result, error, value } = entries[i]
+        if (result === 0) this._emitSafe('completed', job, value, 'active')
         else if (result === 1 || result === 2) this._emitSafe('failed', job, error, 'active')
       }
       if (this._active.size === 0 && this._pulling && this._emitting.size === 0) this._maybeDrained()
     }
     // Outcomes are reported only once they are durable (at once in memory).
-    const wait = results ? commitWait(this) : null
+    const wait = commitWait(this)
     if (wait) {
       const p = wait.then(
         () => {
@@ -310,6 +354,37 @@ class Worker extends EventEmitter {
       }
     }
     this._wakeUp()
+  }
+
+  /**
+   * Sends a batch of acks; per ack 0 completed, 1 retrying, 2 failed, 3 stale, 4 released. Should
+   * the batch be refused (a bug of ours), each ack goes alone, and one refused alone fails its
+   * job with the reason instead, so that no job is left active.
+   */
+  _ackAll(texts, entries) {
+    try {
+      return binding.ack(this._h, '[' + texts.join(',') + ']')
+    } catch (e) {
+      this._emitError(decode(e))
+    }
+    const results = new Array(texts.length).fill(3)
+    for (let i = 0; i < texts.length; i++) {
+      try {
+        results[i] = binding.ack(this._h, '[' + texts[i] + ']')[0]
+      } catch (e) {
+        const err = decode(e)
+        this._emitError(err)
+        const entry = entries[i]
+        entry.error = err
+        entry.reason = `ferroqueue could not record the outcome: ${err.message}`
+        try {
+          results[i] = binding.ack(this._h, '[' + this._failText(entry, entry.reason, null, false, '') + ']')[0]
+        } catch (again) {
+          this._emitError(decode(again))
+        }
+      }
+    }
+    return results
   }
 
   /** Gives activated jobs back to waiting, unprocessed (no attempt counted). */
@@ -392,9 +467,9 @@ class Worker extends EventEmitter {
       this._wakeUp()
       if (force) {
         const jobs = []
-        for (const { job, controller } of this._active.values()) {
+        for (const { id, token, controller } of this._active.values()) {
           if (controller) controller.abort(new QueueError('ERR_WORKER_CLOSED', 'worker closed with force'))
-          jobs.push({ id: job.id, token: job.token })
+          jobs.push({ id, token })
         }
         this._active.clear()
         this._release(jobs)

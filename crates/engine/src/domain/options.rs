@@ -1,6 +1,6 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`), parsed from JSON text and validated into
-//! [`JobOptions`]. Unknown keys are ignored so that BullMQ code carrying options we do not model yet
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`), parsed from JSON text and validated
+//! into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when logging). Unknown keys are ignored so that BullMQ code carrying options we do not model yet
 //! keeps working; every known key is range-checked and an error names it.
 
 use serde::Deserialize;
@@ -85,6 +85,7 @@ struct RawOptions {
     backoff: Option<RawBackoff>,
     remove_on_complete: Option<RawKeep>,
     remove_on_fail: Option<RawKeep>,
+    keep_logs: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -157,6 +158,9 @@ impl JobOptions {
         }
         if let Some(k) = raw.remove_on_fail {
             o.remove_on_fail = Some(parse_keep("removeOnFail", k)?);
+        }
+        if let Some(n) = raw.keep_logs {
+            integer_in("keepLogs", n, 0.0, u32::MAX as f64)?;
         }
         Ok(o)
     }
@@ -343,6 +347,8 @@ mod tests {
                 "backoff.jitter",
             ),
             (r#"{"removeOnFail":{"count":-2}}"#, "removeOnFail.count"),
+            (r#"{"keepLogs":-1}"#, "keepLogs"),
+            (r#"{"keepLogs":2.5}"#, "keepLogs"),
             (r#"{"jobId":"12"}"#, "jobId"),
             (r#"{"jobId":"a:b"}"#, "jobId"),
             (r#"{"jobId":""}"#, "jobId"),
@@ -352,6 +358,8 @@ mod tests {
             assert_eq!(e.code(), "ERR_INVALID_OPTION");
         }
         assert!(JobOptions::from_json(r#"{"delay":"x"}"#).is_err());
+        assert!(JobOptions::from_json(r#"{"keepLogs":"x"}"#).is_err());
+        assert!(JobOptions::from_json(r#"{"keepLogs":100}"#).is_ok());
         assert!(JobOptions::from_json("not json").is_err());
         assert!(validate_custom_id("007").is_ok());
         assert!(validate_custom_id("-3").is_err());
