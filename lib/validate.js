@@ -152,6 +152,7 @@ function ownOptions(opts, option = 'opts') {
 
 /** Job options as an own copy (see ownOptions), checked (see jobOptions). */
 function ownJobOptions(opts, option = 'opts') {
+  if (opts === undefined || opts === null) return {}
   const own = ownOptions(opts, option)
   jobOptions(own, option)
   return own
