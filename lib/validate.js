@@ -274,15 +274,6 @@ function scanOne(value, what) {
   return true
 }
 
-/** Plain JSON.stringify with BigInt and cycle errors as ERR_INVALID_DATA. */
-function plainJson(value, what = 'data') {
-  try {
-    return JSON.stringify(value)
-  } catch (e) {
-    throw typeError(what, `is not JSON-serialisable: ${textOf(e)}`, 'ERR_INVALID_DATA')
-  }
-}
-
 /** Inclusive page bounds as BullMQ takes them. */
 function range(start, end) {
   if (start !== undefined) integerAtLeast('start', start, -Number.MAX_SAFE_INTEGER)
@@ -308,6 +299,5 @@ module.exports = {
   optionsJson,
   toJson,
   plainJsonSafe,
-  plainJson,
   range,
 }

@@ -4,7 +4,7 @@
 
 const { EventEmitter } = require('node:events')
 const { binding, decode } = require('./native')
-const { QueueError, typeError, rangeError, textOf } = require('./errors')
+const { QueueError, typeError, rangeError, textOf, inputError } = require('./errors')
 const { Job } = require('./job')
 const { openHandle, closeHandle, commitWait } = require('./queue')
 const v = require('./validate')
@@ -50,12 +50,19 @@ function failureOf(thrown) {
  * engine's included), so that no job can fail to finish over them later. Returns their JSON.
  */
 function retentionJson(o) {
-  v.keepJobs('removeOnComplete', o.removeOnComplete)
-  v.keepJobs('removeOnFail', o.removeOnFail)
+  try {
+    v.keepJobs('removeOnComplete', o.removeOnComplete)
+    v.keepJobs('removeOnFail', o.removeOnFail)
+  } catch (e) {
+    throw inputError(e, 'opts')
+  }
   const done = o.removeOnComplete === undefined ? '' : v.optionsJson(o.removeOnComplete, 'removeOnComplete')
   const fail = o.removeOnFail === undefined ? '' : v.optionsJson(o.removeOnFail, 'removeOnFail')
+  const fields = []
+  if (done) fields.push(`"removeOnComplete":${done}`)
+  if (fail) fields.push(`"removeOnFail":${fail}`)
   try {
-    binding.checkJobOptions(`{${done && `"removeOnComplete":${done}`}${done && fail && ','}${fail && `"removeOnFail":${fail}`}}`)
+    binding.checkJobOptions(`{${fields.join(',')}}`)
   } catch (e) {
     throw decode(e)
   }
