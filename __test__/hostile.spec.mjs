@@ -209,6 +209,56 @@ describe('nothing accepted silently', () => {
   })
 })
 
+describe('found by the fuzz test itself', () => {
+  it('waitUntilFinished refuses a ttl setTimeout cannot wait (it would time out at once)', async () => {
+    const q = mkQueue()
+    const events = track(new QueueEvents(q.name))
+    const job = await q.add('n', {})
+    for (const ttl of [2 ** 31, 2 ** 53, 1e308]) {
+      expectError(await rejectsAtOnce(job.waitUntilFinished(events, ttl)), RangeError, 'ERR_INVALID_OPTION', /ttl/)
+    }
+  })
+
+  it('an id reused after obliterate({ force: true }) does not strand either activation', async () => {
+    const q = mkQueue()
+    const w = mkWorker(q.name, () => delay(30), { concurrency: 3 })
+    const old = await q.add('old', {})
+    await waitFor(async () => (await q.getJobState(old.id)) === 'active')
+    await q.obliterate({ force: true })
+    const started = once(w, 'active')
+    const reborn = await q.add('new', {})
+    expect(reborn.id).toBe(old.id)
+    expect((await started)[0].name).toBe('new')
+    // A graceful close waits for the new activation too (the old one's stale ack used to drop it).
+    await w.close()
+    expect(await q.getJobCounts('active', 'waiting', 'completed')).toEqual({ active: 0, waiting: 0, completed: 1 })
+  })
+
+  it('names and ids must be well-formed Unicode (a lone surrogate would name another)', async () => {
+    const q = mkQueue()
+    const lone = 'x\ud800'
+    expectError(thrown(() => track(new Queue(lone))), RangeError, 'ERR_INVALID_OPTION', /well-formed/)
+    expectError(await rejectsAtOnce(q.add(lone, {})), RangeError, 'ERR_INVALID_OPTION', /name .*well-formed/)
+    expectError(await rejectsAtOnce(q.add('n', {}, { jobId: lone })), RangeError, 'ERR_INVALID_OPTION', /jobId .*well-formed/)
+    expectError(await rejectsAtOnce(q.getJob(lone)), RangeError, 'ERR_INVALID_OPTION', /id .*well-formed/)
+    const job = await q.add('n', { text: lone })
+    expect((await q.getJob(job.id)).data).toEqual({ text: lone }) // data is JSON: kept exactly
+    expectError(await rejectsAtOnce(job.log(lone)), RangeError, 'ERR_INVALID_OPTION', /row .*well-formed/)
+  })
+
+  it('a processor error with a lone surrogate fails its job with that reason (U+FFFD in its place)', async () => {
+    const q = mkQueue()
+    const w = mkWorker(q.name, () => {
+      throw new Error('bad \ud800 text')
+    })
+    const failed = once(w, 'failed')
+    const job = await q.add('n', {})
+    const [, err] = await failed
+    expect(err.message).toBe('bad \ud800 text')
+    expect((await q.getJob(job.id)).failedReason).toBe('bad \ufffd text')
+  })
+})
+
 describe('a large addBulk', () => {
   it('yields to the event loop between slices and stays all or none', async () => {
     const q = mkQueue()

@@ -79,7 +79,7 @@ class Job {
     if (q === null || typeof q !== 'object' || typeof q._ensureOpen !== 'function') {
       throw typeError('job.queue', `must be the Queue or Worker the job came from, got ${v.describe(q)}`)
     }
-    if (typeof this.id !== 'string') throw typeError('job.id', `must be a string, got ${v.describe(this.id)}`)
+    v.name('job.id', this.id)
     q._ensureOpen()
     return q._h
   }
@@ -122,7 +122,7 @@ class Job {
 
   /** Appends a row to the job's log; returns the number of rows. */
   async log(row) {
-    v.string('row', row)
+    v.name('row', row)
     let keep
     try {
       keep = this.opts.keepLogs ?? 0
@@ -217,7 +217,8 @@ class Job {
       if (queueEvents === null || typeof queueEvents !== 'object' || typeof queueEvents._waitFor !== 'function') {
         throw typeError('queueEvents', `must be a QueueEvents instance, got ${v.describe(queueEvents)}`)
       }
-      if (ttl !== undefined) v.integerAtLeast('ttl', ttl, 0)
+      // setTimeout's longest delay (~24.8 days): a longer one would fire at once.
+      if (ttl !== undefined) v.integerIn('ttl', ttl, 0, 2 ** 31 - 1)
       void this._h
     } catch (e) {
       return Promise.reject(inputError(e, 'queueEvents'))

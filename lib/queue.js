@@ -110,7 +110,7 @@ function checkTypes(types) {
 }
 
 function checkId(id) {
-  if (typeof id !== 'string') throw typeError('id', `must be a string, got ${v.describe(id)}`)
+  v.name('id', id)
 }
 
 class Queue extends EventEmitter {

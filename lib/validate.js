@@ -38,12 +38,22 @@ function isRecord(v) {
   return proto === Object.prototype || proto === null
 }
 
-function queueName(name) {
-  if (typeof name !== 'string') throw typeError('name', `(queue name) must be a string, got ${describe(name)}`)
+/**
+ * A string that names something (a queue, a job, an id, a log row). It must be well-formed
+ * Unicode: the binding turns a lone surrogate into U+FFFD, so 'x\ud800' would silently name
+ * what 'x\ufffd' names.
+ */
+function name(option, v, what = '') {
+  if (typeof v !== 'string') throw typeError(option, `${what}must be a string, got ${describe(v)}`)
+  if (!v.isWellFormed()) throw rangeError(option, `${what}must be well-formed Unicode (it has a lone surrogate)`)
 }
 
-function jobName(name) {
-  if (typeof name !== 'string') throw typeError('name', `(job name) must be a string, got ${describe(name)}`)
+function queueName(v) {
+  name('name', v, '(queue name) ')
+}
+
+function jobName(v) {
+  name('name', v, '(job name) ')
 }
 
 function optionalObject(option, v) {
@@ -54,10 +64,6 @@ function optionalObject(option, v) {
 
 function optionalBoolean(option, v) {
   if (v !== undefined && typeof v !== 'boolean') throw typeError(option, `must be a boolean, got ${describe(v)}`)
-}
-
-function string(option, v) {
-  if (typeof v !== 'string') throw typeError(option, `must be a string, got ${describe(v)}`)
 }
 
 function number(option, v) {
@@ -110,9 +116,7 @@ function checkJobOptions(opts, option) {
   optionalObject(option, opts)
   if (!opts) return
   const o = opts
-  if (o.jobId !== undefined && typeof o.jobId !== 'string') {
-    throw typeError(`${option}.jobId`, `must be a string, got ${describe(o.jobId)}`)
-  }
+  if (o.jobId !== undefined) name(`${option}.jobId`, o.jobId)
   for (const k of ['delay', 'priority', 'attempts', 'timestamp']) {
     if (o[k] !== undefined) number(`${option}.${k}`, o[k])
   }
@@ -283,11 +287,11 @@ function range(start, end) {
 module.exports = {
   describe,
   isPlainObject,
+  name,
   queueName,
   jobName,
   optionalObject,
   optionalBoolean,
-  string,
   number,
   integerAtLeast,
   integerIn,

@@ -42,7 +42,8 @@ function failureOf(thrown) {
     error.thrown = thrown
     stack = null
   }
-  return { error, reason, stack, unrecoverable: unrecoverable === true }
+  // Stored as text, so lone surrogates become U+FFFD (the error object keeps the original).
+  return { error, reason: reason.toWellFormed(), stack: stack && stack.toWellFormed(), unrecoverable: unrecoverable === true }
 }
 
 /**
@@ -259,7 +260,8 @@ class Worker extends EventEmitter {
     const controller = this._wantsSignal ? new AbortController() : undefined
     // The id and token are kept apart from the Job, which the processor may change.
     const entry = { job, id: job.id, token: job.token, controller, done: false, value: null, error: undefined, reason: undefined, result: 0 }
-    this._active.set(entry.id, entry)
+    // By token, not id: after obliterate() an id comes back while its old activation may still run.
+    this._active.set(entry.token, entry)
     this._worked = true
     this._emitSafe('active', job, 'waiting')
     try {
@@ -326,7 +328,7 @@ class Worker extends EventEmitter {
     const now = Date.now()
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]
-      this._active.delete(entry.id)
+      this._active.delete(entry.token)
       entry.result = results[i]
       settleJob(entry, now)
     }
