@@ -4,7 +4,10 @@ import { EventEmitter } from 'node:events'
 
 /** States a job can be in. */
 export type JobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children'
-/** State names accepted by getters and counts (`wait` is `waiting`; `paused` counts ready jobs held by a pause). */
+/**
+ * State names accepted by getters and counts (`wait` is `waiting`). `paused` is always empty, as in
+ * BullMQ 5+: a paused queue's jobs stay `waiting` / `prioritized`.
+ */
 export type JobType = JobState | 'wait' | 'paused'
 /** Job states that `clean` accepts. */
 export type CleanType = 'completed' | 'failed' | 'delayed' | 'wait' | 'waiting' | 'prioritized' | 'paused' | 'active'
@@ -13,7 +16,8 @@ export type CleanType = 'completed' | 'failed' | 'delayed' | 'wait' | 'waiting' 
 export type KeepJobs = boolean | number | { /** seconds */ age?: number; count?: number }
 
 export interface BackoffOptions {
-  type: 'fixed' | 'exponential'
+  /** Built-in types, or the name of a custom one computed by the Worker's `settings.backoffStrategy`. */
+  type: 'fixed' | 'exponential' | (string & {})
   /** Base wait in ms. Exponential waits `delay * 2^(attemptsMade - 1)`. */
   delay?: number
   /** In [0, 1]: the wait is drawn uniformly from `[d * (1 - jitter), d]`. */
@@ -21,7 +25,7 @@ export interface BackoffOptions {
 }
 
 export interface JobsOptions {
-  /** A custom id: a non-empty string that is not an integer and has no ':'. Adding an existing id adds nothing. */
+  /** A custom id: a non-empty string (at most 1024 bytes) that is not an integer. Adding an existing id adds nothing. */
   jobId?: string
   /** Milliseconds to wait before the job can run. */
   delay?: number
@@ -39,7 +43,6 @@ export interface JobsOptions {
   timestamp?: number
   /** Keep only the newest N log rows. */
   keepLogs?: number
-  [key: string]: unknown
 }
 
 /** When a changing call's promise resolves on a durable queue. */
@@ -56,7 +59,11 @@ export interface QueueBaseOptions {
    * 'fsync': once it is fsynced (survives power loss); 'buffered': at once, committed right after.
    */
   durability?: Durability
-  [key: string]: unknown
+  /**
+   * BullMQ's namespace of queues: queues of the same name under different prefixes are different
+   * queues. Default `'bull'`, the namespace of plain names.
+   */
+  prefix?: string
 }
 
 export interface QueueOptions extends QueueBaseOptions {
@@ -74,11 +81,20 @@ export interface WorkerOptions extends QueueBaseOptions {
   removeOnComplete?: KeepJobs
   /** Retention for jobs that have no `removeOnFail` of their own. */
   removeOnFail?: KeepJobs
+  settings?: {
+    /**
+     * Computes the wait before a retry for jobs whose backoff type is not built in: the wait in
+     * ms, or -1 for no retry. `attemptsMade` counts the attempt that just failed.
+     */
+    backoffStrategy?: (attemptsMade: number, type: string, err: Error, job: Job) => number | Promise<number>
+  }
 }
 
 export interface QueueEventsOptions extends QueueBaseOptions {
   /** Start delivering events in the constructor (default true). */
   autorun?: boolean
+  /** Only `'$'` (events from now on): events are delivered in-process and no history is kept. */
+  lastEventId?: '$'
 }
 
 /** An error of ferroqueue with a stable code. */
@@ -86,7 +102,8 @@ export class QueueError extends Error {
   constructor(code: string, message: string)
   /**
    * ERR_QUEUE_CLOSED, ERR_JOB_NOT_FOUND, ERR_JOB_STATE, ERR_JOB_LOCKED, ERR_QUEUE_ACTIVE,
-   * ERR_WORKER_RUNNING, ERR_TIMEOUT, ERR_STORAGE_LOCKED, ERR_STORAGE_FOREIGN, ERR_STORAGE_VERSION,
+   * ERR_WORKER_RUNNING, ERR_WORKER_CLOSED, ERR_QUEUE_EVENTS_RUNNING, ERR_BACKOFF_STRATEGY,
+   * ERR_TIMEOUT, ERR_STORAGE_LOCKED, ERR_STORAGE_FOREIGN, ERR_STORAGE_VERSION,
    * ERR_STORAGE_CORRUPT, ERR_STORAGE_IO, ERR_INTERNAL
    */
   code: string
@@ -128,7 +145,7 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   returnvalue: ReturnType | null
   failedReason: string | undefined
   stacktrace: string[]
-  /** Failed attempts so far. */
+  /** Finished attempts so far (failed ones and the successful one), as BullMQ 6 counts them. */
   attemptsMade: number
   /** Activations so far. */
   attemptsStarted: number
@@ -247,7 +264,8 @@ export class Worker<DataType = any, ReturnType = any, NameType extends string = 
   run(): Promise<void>
   /** Stops taking jobs; resolves when active jobs are done unless `doNotWaitActive`. */
   pause(doNotWaitActive?: boolean): Promise<void>
-  resume(): void
+  /** Takes jobs again after `pause()`; starts a worker that was not running (autorun: false). */
+  resume(): Promise<void>
   isRunning(): boolean
   isPaused(): boolean
   /** Waits for active jobs; with `force`, aborts their signals and puts them back to waiting. */
@@ -272,7 +290,7 @@ export interface QueueEventsListener {
   removed: (args: { jobId: string; prev: string }, id: string) => void
   duplicated: (args: { jobId: string }, id: string) => void
   cleaned: (args: { count: number }, id: string) => void
-  drained: (args: {}, id: string) => void
+  drained: (id: string) => void
   paused: (args: {}, id: string) => void
   resumed: (args: {}, id: string) => void
   closed: () => void
@@ -282,10 +300,13 @@ export class QueueEvents extends EventEmitter {
   constructor(name: string, opts?: QueueEventsOptions)
   readonly name: string
   waitUntilReady(): Promise<void>
-  run(): void
+  /** Starts delivering events (autorun does it for you); resolves when closed. */
+  run(): Promise<void>
   close(): Promise<void>
 
   on<U extends keyof QueueEventsListener>(event: U, listener: QueueEventsListener[U]): this
+  /** Per-job events: `completed:42`, `failed:42`, … get the same arguments as their event. */
+  on(event: `${keyof QueueEventsListener}:${string}`, listener: (args: { jobId: string; [key: string]: any }, id: string) => void): this
   on(event: string | symbol, listener: (...args: any[]) => void): this
   once<U extends keyof QueueEventsListener>(event: U, listener: QueueEventsListener[U]): this
   once(event: string | symbol, listener: (...args: any[]) => void): this

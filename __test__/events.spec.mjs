@@ -122,13 +122,20 @@ describe('QueueEvents', () => {
   })
 
   it('does not mix events of different queues', async () => {
-    const { events } = setup('ev-iso-a')
-    const other = track(new Queue(uniqueName('ev-iso-b')))
-    let seen = 0
-    events.on('added', () => seen++)
-    await other.add('x', {})
-    await delay(30)
-    expect(seen).toBe(0)
+    const a = setup('ev-iso-a')
+    const b = setup('ev-iso-b')
+    // Both queues have listeners, so both collect events, in the same engine batches.
+    const seenA = []
+    const seenB = []
+    a.events.on('added', ({ name }) => seenA.push(name))
+    b.events.on('added', ({ name }) => seenB.push(name))
+    await b.queue.add('for-b', {})
+    await a.queue.add('for-a', {})
+    await b.queue.add('for-b', {})
+    await waitFor(() => seenA.length + seenB.length === 3)
+    await delay(20)
+    expect(seenA).toEqual(['for-a'])
+    expect(seenB).toEqual(['for-b', 'for-b'])
   })
 
   it('collects many events in batches without losing any', async () => {

@@ -441,7 +441,8 @@ const COMMANDS = fc.oneof(
   method('workers', 'run', [], 1, { background: true }),
   ...noArgs('workers', ['resume', 'isRunning', 'isPaused', 'waitUntilReady']),
   // QueueEvents
-  ...noArgs('events', ['close', 'run', 'waitUntilReady']),
+  ...noArgs('events', ['close', 'waitUntilReady']),
+  method('events', 'run', [], 1, { background: true }),
   // Job
   method('jobs', 'updateProgress', [arg(fc.oneof(fc.integer({ min: 0, max: 100 }), json))], 2),
   method('jobs', 'log', [arg(fc.string({ maxLength: 20 }))], 2),

@@ -196,10 +196,10 @@ async function releaseEngine(engine) {
   await engine.closing
 }
 
-/** Opens a queue handle on an engine; throws the decoded error for a bad name. */
-function openQueue(engineId, name) {
+/** Opens a queue handle on an engine; throws the decoded error for a bad name or prefix. */
+function openQueue(engineId, name, prefix) {
   try {
-    return binding.openQueue(engineId, name)
+    return binding.openQueue(engineId, name, prefix)
   } catch (e) {
     throw decode(e)
   }

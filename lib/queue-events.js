@@ -1,40 +1,69 @@
 'use strict'
 // QueueEvents: the engine's transitions of one queue as BullMQ's events, delivered in-process in
-// batches (no polling). Listeners get (payload, eventId).
+// batches (no polling). Listeners get (payload, eventId), `drained` gets (eventId); every event
+// about a job is emitted a second time as `${event}:${jobId}`, as BullMQ does.
 
 const { EventEmitter } = require('node:events')
 const { openHandle, closeHandle } = require('./queue')
+const { QueueError } = require('./errors')
 const v = require('./validate')
+
+/** Whether an event name is a per-job one (`completed:42`). */
+function perJob(event) {
+  return typeof event === 'string' && event.includes(':')
+}
 
 class QueueEvents extends EventEmitter {
   /**
    * @param {string} name queue name
-   * @param {{ autorun?: boolean }} [opts]
+   * @param {{ autorun?: boolean, lastEventId?: '$', prefix?: string }} [opts]
    */
   constructor(name, opts) {
     super()
-    openHandle(this, name, opts, (o) => v.optionalBoolean('autorun', o.autorun))
+    openHandle(this, 'QueueEvents', name, opts, (o) => v.optionalBoolean('autorun', o.autorun))
     this._waiters = new Map()
     this._running = false
-    if (this.opts.autorun !== false) this.run()
+    this._stopped = null
+    // Listeners of per-job events: only while there are some is each event emitted twice.
+    this._perJob = 0
+    this.on('newListener', (event) => {
+      if (perJob(event)) this._perJob++
+    })
+    this.on('removeListener', (event) => {
+      if (perJob(event)) this._perJob--
+    })
+    if (this.opts.autorun !== false) this.run().catch((err) => this.emit('error', err))
   }
 
-  /** Starts delivering events (called by the constructor unless autorun is false). */
+  /**
+   * Starts delivering events (called by the constructor unless autorun is false); resolves once
+   * the QueueEvents is closed, as BullMQ's does. Rejects if it runs already or was closed.
+   */
   run() {
-    if (this._running || this._closed) return
+    if (this._closed) return Promise.reject(new QueueError('ERR_QUEUE_CLOSED', `queue events of "${this.name}" are closed`))
+    if (this._running) return Promise.reject(new QueueError('ERR_QUEUE_EVENTS_RUNNING', `queue events of "${this.name}" are already running`))
     this._running = true
-    this._engine.listen(this._h, this.name, this)
+    this._engine.listen(this._h, this._key, this)
+    return new Promise((resolve) => {
+      this._stopped = resolve
+    })
   }
 
   _deliver(name, payload, id) {
+    if (name === 'drained') {
+      this.emit(name, id)
+      return
+    }
+    const jobId = payload.jobId
     if (name === 'completed' || name === 'failed') {
-      const set = this._waiters.get(payload.jobId)
+      const set = this._waiters.get(jobId)
       if (set) {
-        this._waiters.delete(payload.jobId)
+        this._waiters.delete(jobId)
         for (const cb of set) cb(name, payload)
       }
     }
     this.emit(name, payload, id)
+    if (this._perJob > 0 && jobId !== undefined) this.emit(`${name}:${jobId}`, payload, id)
   }
 
   /** A listener threw: `error` if someone listens for it, else rethrown outside the dispatch. */
@@ -58,10 +87,7 @@ class QueueEvents extends EventEmitter {
   }
 
   _ensureOpen() {
-    if (this._closed) {
-      const { QueueError } = require('./errors')
-      throw new QueueError('ERR_QUEUE_CLOSED', `queue events of "${this.name}" are closed`)
-    }
+    if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', `queue events of "${this.name}" are closed`)
   }
 
   /** Resolves once events flow (at once). */
@@ -71,9 +97,10 @@ class QueueEvents extends EventEmitter {
   async close() {
     if (this._closed) return
     this._closed = true
-    if (this._running) this._engine.unlisten(this._h, this.name, this)
+    if (this._running) this._engine.unlisten(this._h, this._key, this)
     this._running = false
     await closeHandle(this)
+    if (this._stopped) this._stopped()
     this.emit('closed')
   }
 }

@@ -6,24 +6,37 @@ const { binding, decode, acquireEngine, releaseEngine, openQueue } = require('./
 const { QueueError, typeError, inputError } = require('./errors')
 const { Job } = require('./job')
 const { addBulk } = require('./bulk')
+const { checkClassOptions } = require('./options')
 const v = require('./validate')
 
 const ALL_TYPES = ['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'paused']
 const CLEAN_TYPES = ['completed', 'failed', 'delayed', 'wait', 'waiting', 'prioritized', 'paused', 'active']
 
+/** BullMQ's default prefix: the namespace of plain queue names (see Engine::queue_ref_in). */
+const DEFAULT_PREFIX = 'bull'
+
 /**
- * Options shared by Queue, Worker and QueueEvents (`dataPath`, `durability`): checks them, finds
- * the engine and opens the handle. `check(opts)` checks the owner's own options first (on the
- * caller's own copy of them), so that a bad option throws before any engine is held.
+ * Options shared by Queue, Worker and QueueEvents (`dataPath`, `durability`, `prefix`): checks
+ * them and the names `cls` takes, finds the engine and opens the handle. `check(opts)` checks the
+ * owner's own options first (on the caller's own copy of them), so that a bad option throws
+ * before any engine is held.
  */
-function openHandle(owner, name, opts, check) {
+function openHandle(owner, cls, name, opts, check) {
   v.queueName(name)
   owner.name = name
   owner.opts = v.ownOptions(opts)
+  try {
+    checkClassOptions(cls, owner.opts)
+  } catch (e) {
+    throw inputError(e, 'opts')
+  }
   if (check) check(owner.opts)
+  const prefix = owner.opts.prefix
+  // The queue's name inside the engine, as events carry it.
+  owner._key = prefix === undefined || prefix === DEFAULT_PREFIX ? name : `${prefix}:${name}`
   const { engine, durability } = acquireEngine(owner.opts)
   try {
-    owner._h = openQueue(engine.id, name)
+    owner._h = openQueue(engine.id, name, prefix ?? null)
   } catch (e) {
     releaseEngine(engine).catch(() => {})
     throw e
@@ -120,7 +133,7 @@ class Queue extends EventEmitter {
    */
   constructor(name, opts) {
     super()
-    openHandle(this, name, opts, (o) => {
+    openHandle(this, 'Queue', name, opts, (o) => {
       this.defaultJobOptions = v.ownJobOptions(o.defaultJobOptions, 'defaultJobOptions')
       if (!o.defaultJobOptions) return
       const text = v.optionsJson(this.defaultJobOptions, 'defaultJobOptions')

@@ -70,6 +70,14 @@ function retentionJson(o) {
   return { done: done && `,"keep":${done}`, fail: fail && `,"keep":${fail}` }
 }
 
+/** A job's backoff type when it is not built in (the worker's strategy decides), else null. */
+function customBackoff(opts) {
+  const b = opts.backoff
+  if (b === undefined || b === null || typeof b !== 'object') return null
+  const t = b.type
+  return t === 'fixed' || t === 'exponential' ? null : t
+}
+
 /**
  * Writes an acknowledged outcome into the Job the processor had in hand (a job it froze keeps
  * its fields: the outcome itself is recorded and reported all the same).
@@ -80,6 +88,7 @@ function settleJob(entry, now) {
     if (result === 0) {
       job.returnvalue = entry.value
       job.finishedOn = now
+      job.attemptsMade += 1
     } else if (result === 1 || result === 2) {
       job.failedReason = entry.reason
       job.attemptsMade += 1
@@ -93,13 +102,14 @@ class Worker extends EventEmitter {
    * @param {string} name queue name
    * @param {(job, token, signal) => Promise<any>} processor
    * @param {{ concurrency?: number, autorun?: boolean, drainDelay?: number,
-   *           removeOnComplete?: any, removeOnFail?: any }} [opts]
+   *           removeOnComplete?: any, removeOnFail?: any, prefix?: string,
+   *           settings?: { backoffStrategy?: Function } }} [opts]
    */
   constructor(name, processor, opts) {
     super()
     if (typeof processor !== 'function') throw typeError('processor', `must be a function, got ${v.describe(processor)}`)
     let keep
-    openHandle(this, name, opts, (o) => {
+    openHandle(this, 'Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
       v.optionalBoolean('autorun', o.autorun)
       v.number('drainDelay', o.drainDelay ?? 5)
@@ -113,6 +123,7 @@ class Worker extends EventEmitter {
     const drainDelay = o.drainDelay ?? 5
     this._concurrency = concurrency
     this._processor = processor
+    this._backoffStrategy = o.settings === undefined ? undefined : o.settings.backoffStrategy
     try {
       this._wantsSignal = processor.length >= 3
     } catch {
@@ -156,8 +167,17 @@ class Worker extends EventEmitter {
   /** Jobs of a worker stay usable while it closes: a graceful close lets them finish. */
   _ensureOpen() {}
 
+  /** `error` to its listeners; with none, to console.error as BullMQ does (never dropped). */
   _emitError(err) {
-    if (this.listenerCount('error') > 0) this.emit('error', err)
+    if (this.listenerCount('error') > 0) {
+      try {
+        this.emit('error', err)
+        return
+      } catch (thrown) {
+        err = thrown
+      }
+    }
+    console.error(err)
   }
 
   /** Emits without letting a throwing listener break the worker's bookkeeping. */
@@ -259,7 +279,21 @@ class Worker extends EventEmitter {
     const job = Job.fromRecord(this, record)
     const controller = this._wantsSignal ? new AbortController() : undefined
     // The id and token are kept apart from the Job, which the processor may change.
-    const entry = { job, id: job.id, token: job.token, controller, done: false, value: null, error: undefined, reason: undefined, result: 0 }
+    const entry = {
+      job,
+      id: job.id,
+      token: job.token,
+      controller,
+      done: false,
+      value: null,
+      error: undefined,
+      reason: undefined,
+      result: 0,
+      // What a custom backoff strategy needs, read before the processor can change the job.
+      backoff: customBackoff(job.opts),
+      attemptsMade: job.attemptsMade,
+      attempts: job.opts.attempts ?? 1,
+    }
     // By token, not id: after obliterate() an id comes back while its old activation may still run.
     this._active.set(entry.token, entry)
     this._worked = true
@@ -296,14 +330,60 @@ class Worker extends EventEmitter {
 
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
-    const { error, reason, stack, unrecoverable } = failureOf(thrown)
-    entry.error = error
-    entry.reason = reason
-    this._queueAck(entry, this._failText(entry, reason, stack, unrecoverable, this._keepFail))
+    const f = failureOf(thrown)
+    entry.error = f.error
+    entry.reason = f.reason
+    if (entry.backoff !== null && !f.unrecoverable && entry.attemptsMade + 1 < entry.attempts) {
+      this._customBackoff(entry, f)
+      return
+    }
+    this._queueAck(entry, this._failText(entry, f.reason, f.stack, f.unrecoverable, this._keepFail))
   }
 
-  _failText(entry, reason, stack, unrecoverable, keep) {
-    return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${keep}}`
+  /**
+   * A retry whose wait `settings.backoffStrategy` decides (BullMQ's custom backoff): called with
+   * (attemptsMade, type, err, job), it returns (or resolves) the wait in ms, or -1 for no retry.
+   * Without a strategy, or when it throws or answers something else, the job fails without retry
+   * and the worker emits `error` (ERR_BACKOFF_STRATEGY) saying why.
+   */
+  _customBackoff(entry, f) {
+    const type = entry.backoff
+    const send = (delay, noRetry) => {
+      this._queueAck(entry, this._failText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
+    }
+    const refuse = (message, cause) => {
+      const e = new QueueError('ERR_BACKOFF_STRATEGY', `${message}; job ${entry.id} failed without retry`)
+      if (cause !== undefined) e.cause = cause
+      this._emitError(e)
+      send(undefined, true)
+    }
+    const decide = (d) => {
+      if (d === -1) send(undefined, true)
+      else if (typeof d === 'number' && Number.isFinite(d) && d >= 0) send(Math.round(d), false)
+      else refuse(`settings.backoffStrategy must return a number >= 0 (ms), or -1 for no retry, got ${v.describe(d)}`)
+    }
+    const strategy = this._backoffStrategy
+    if (strategy === undefined) {
+      refuse(`backoff type ${JSON.stringify(textOf(type))} is not built in ('fixed', 'exponential'): give the Worker settings.backoffStrategy`)
+      return
+    }
+    let r
+    try {
+      r = strategy(entry.attemptsMade + 1, type, f.error, entry.job)
+    } catch (e) {
+      refuse(`settings.backoffStrategy threw: ${textOf(e)}`, e)
+      return
+    }
+    if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
+      Promise.prototype.then.call(r instanceof Promise ? r : Promise.resolve(r), decide, (e) =>
+        refuse(`settings.backoffStrategy rejected: ${textOf(e)}`, e),
+      )
+    } else decide(r)
+  }
+
+  _failText(entry, reason, stack, unrecoverable, keep, delay) {
+    const wait = delay === undefined ? '' : `,"delay":${delay}`
+    return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${wait}${keep}}`
   }
 
   _queueAck(entry, text) {
@@ -457,12 +537,16 @@ class Worker extends EventEmitter {
     this.emit('paused')
   }
 
-  /** Takes jobs again after pause(). */
-  resume() {
-    if (!this._paused) return
+  /**
+   * Takes jobs again after pause(); as in BullMQ 6, also starts a worker that is not running yet
+   * (autorun: false). Resolves when done.
+   */
+  async resume() {
+    if (this._closing || (this._running && !this._paused)) return
     this._paused = false
-    this._wakeUp()
-    this.emit('resumed')
+    if (this._running) this._wakeUp()
+    else this.run().catch((err) => this._emitError(err))
+    this._emitSafe('resumed')
   }
 
   /**

@@ -161,14 +161,14 @@ pub async fn close_engine(id: u32) -> Result<()> {
     }
 }
 
-/// Resolves (engine, queue name) to a handle, validating the name.
+/// Resolves (engine, prefix, queue name) to a handle, validating both.
 #[napi(catch_unwind)]
-pub fn open_queue(engine: u32, name: String) -> Result<u32> {
+pub fn open_queue(engine: u32, name: String, prefix: Option<String>) -> Result<u32> {
     let mut r = registry().write();
     let Some(Some(e)) = r.engines.get(engine as usize).cloned() else {
         return Err(range("engine", format!("{engine} is not an open engine")));
     };
-    let q = e.queue_ref(&name).map_err(to_napi)?;
+    let q = e.queue_ref_in(prefix.as_deref(), &name).map_err(to_napi)?;
     let found = r.queues.iter().position(|slot| {
         slot.as_ref()
             .is_some_and(|(id, _, qr)| *id == engine && qr == &q)

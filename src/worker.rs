@@ -10,7 +10,7 @@ use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::to_napi;
+use crate::errors::{ms, to_napi};
 use crate::registry::{queue_owned, with_queue};
 use crate::text::js_text;
 
@@ -57,11 +57,13 @@ struct WireAck<'a> {
     stack: Option<String>,
     #[serde(default)]
     unrecoverable: bool,
+    /// The wait before a retry, computed by the worker's `settings.backoffStrategy`.
+    delay: Option<f64>,
     keep: Option<RawKeep>,
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, keep?}` or `{id, token, release: true}`. Returns per ack: 0 completed,
+/// unrecoverable?, delay?, keep?}` or `{id, token, release: true}`. Returns per ack: 0 completed,
 /// 1 retrying, 2 failed, 3 stale, 4 released.
 #[napi(catch_unwind)]
 pub fn ack(h: u32, acks: String) -> Result<Vec<u32>> {
@@ -96,6 +98,7 @@ pub fn ack(h: u32, acks: String) -> Result<Vec<u32>> {
                 reason: a.reason.unwrap_or_default().into(),
                 stack: a.stack.map(Into::into),
                 unrecoverable: a.unrecoverable,
+                delay: a.delay.map(|d| ms("delay", d)).transpose()?,
             }
         };
         batch.push(Ack {

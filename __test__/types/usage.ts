@@ -13,6 +13,11 @@ async function main(): Promise<void> {
   const queue = new Queue<Mail, Sent, 'welcome' | 'reset'>('mail', { defaultJobOptions: { attempts: 3 }, dataPath: './q.db', durability: 'fsync' })
   // @ts-expect-error not a durability
   void new Queue('x', { durability: 'sometimes' })
+  // @ts-expect-error not an option (no index signature lets a typo through)
+  void new Queue('x', { prefx: 'a' })
+  // @ts-expect-error not a job option
+  void queue.add('welcome', { to: 'a' }, { priorty: 1 })
+  void new Queue('x', { prefix: 'tenant-a' })
   const opts: JobsOptions = { priority: 1, delay: 10, backoff: { type: 'exponential', delay: 100, jitter: 0.5 }, removeOnComplete: { age: 60, count: 10 } }
   const job: Job<Mail, Sent, 'welcome' | 'reset'> = await queue.add('welcome', { to: 'a@b.c' }, opts)
   const to: string = job.data.to
@@ -43,8 +48,9 @@ async function main(): Promise<void> {
       void token
       return { id: 1 }
     },
-    { concurrency: 10, removeOnFail: 100 },
+    { concurrency: 10, removeOnFail: 100, settings: { backoffStrategy: (made, type) => (type === 'linear' ? made * 1000 : -1) } },
   )
+  const resumed: Promise<void> = worker.resume()
   worker.on('completed', (j, result) => {
     const id: number = result.id
     void j
@@ -55,12 +61,15 @@ async function main(): Promise<void> {
   const events = new QueueEvents('mail')
   events.on('completed', ({ jobId, returnvalue }) => void [jobId, returnvalue])
   events.on('delayed', ({ delay }) => void (delay + 1))
+  events.on('drained', (id) => void id.length)
+  events.on(`completed:${job.id}`, ({ jobId }) => void jobId)
+  const running: Promise<void> = new QueueEvents('mail', { autorun: false, lastEventId: '$' }).run()
   const result: Sent = await job.waitUntilFinished(events, 1000)
   const e = new QueueError('ERR_X', 'x')
   const code: string = e.code
   await worker.close(true)
   await events.close()
   await queue.close()
-  void [to, waiting, page, n, result, code]
+  void [to, waiting, page, n, result, code, resumed, running]
 }
 void main

@@ -22,6 +22,9 @@ pub enum EngineError {
         reason: String,
         kind: ErrorKind,
     },
+    /// A BullMQ option that ferroqueue does not implement (yet); `option` names it.
+    #[error("{option} {reason}")]
+    Unsupported { option: String, reason: String },
     /// The queue (or engine) was closed.
     #[error("queue \"{0}\" is closed")]
     QueueClosed(String),
@@ -71,6 +74,7 @@ impl EngineError {
     pub fn code(&self) -> &'static str {
         match self {
             EngineError::InvalidOption { .. } => "ERR_INVALID_OPTION",
+            EngineError::Unsupported { .. } => "ERR_UNSUPPORTED_OPTION",
             EngineError::QueueClosed(_) => "ERR_QUEUE_CLOSED",
             EngineError::JobNotFound(_) => "ERR_JOB_NOT_FOUND",
             EngineError::InvalidState { .. } => "ERR_JOB_STATE",
@@ -89,6 +93,7 @@ impl EngineError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             EngineError::InvalidOption { kind, .. } => *kind,
+            EngineError::Unsupported { .. } => ErrorKind::Type,
             _ => ErrorKind::Queue,
         }
     }

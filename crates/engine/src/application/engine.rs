@@ -59,6 +59,55 @@ impl Default for EngineConfig {
     }
 }
 
+/// BullMQ's default prefix: the namespace of plain queue names.
+pub const DEFAULT_PREFIX: &str = "bull";
+
+/// The name a queue is known by inside the engine and its file: `name` itself under the default
+/// prefix, `prefix:name` under any other (names never contain `:`, so the last `:` separates).
+///
+/// Errors: [`EngineError::InvalidOption`] naming `name` or `prefix`.
+pub fn qualified_name(prefix: Option<&str>, name: &str) -> Result<String> {
+    check_name_part("name", "(queue name) ", name)?;
+    if name.contains(':') {
+        return Err(EngineError::range(
+            "name",
+            format!("(queue name) must not contain ':', got {name:?}"),
+        ));
+    }
+    match prefix {
+        None | Some(DEFAULT_PREFIX) => Ok(name.to_string()),
+        Some(p) => {
+            check_name_part("prefix", "", p)?;
+            Ok(format!("{p}:{name}"))
+        }
+    }
+}
+
+fn check_name_part(option: &str, what: &str, v: &str) -> Result<()> {
+    if v.is_empty() {
+        return Err(EngineError::range(
+            option,
+            format!("{what}must not be empty"),
+        ));
+    }
+    if v.len() > MAX_QUEUE_NAME {
+        return Err(EngineError::range(
+            option,
+            format!(
+                "{what}must be at most {MAX_QUEUE_NAME} bytes, got {}",
+                v.len()
+            ),
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(EngineError::range(
+            option,
+            format!("{what}must not contain control characters, got {v:?}"),
+        ));
+    }
+    Ok(())
+}
+
 /// A handle on one queue of an engine: its name and shard, resolved once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueRef {
@@ -202,32 +251,25 @@ impl Engine {
         self.inner.clock.now_ms()
     }
 
-    /// Validates a queue name and resolves its shard.
+    /// Validates a queue name and resolves its shard (in the default namespace).
     ///
     /// Errors: [`EngineError::InvalidOption`] for an empty name, one longer than 255 bytes, or
     /// one containing `:` or a control character.
     pub fn queue_ref(&self, name: &str) -> Result<QueueRef> {
-        if name.is_empty() {
-            return Err(EngineError::range("name", "(queue name) must not be empty"));
-        }
-        if name.len() > MAX_QUEUE_NAME {
-            return Err(EngineError::range(
-                "name",
-                format!(
-                    "(queue name) must be at most {MAX_QUEUE_NAME} bytes, got {}",
-                    name.len()
-                ),
-            ));
-        }
-        if name.contains(':') || name.chars().any(char::is_control) {
-            return Err(EngineError::range(
-                "name",
-                format!("(queue name) must not contain ':' or control characters, got {name:?}"),
-            ));
-        }
+        self.queue_ref_in(None, name)
+    }
+
+    /// Like [`Engine::queue_ref`], for the queue `name` under BullMQ's `prefix`: queues of the
+    /// same name under different prefixes are different queues. [`DEFAULT_PREFIX`] (or `None`)
+    /// is the namespace of plain names; any other prefix qualifies the name as `prefix:name`.
+    ///
+    /// Errors: [`EngineError::InvalidOption`] for a bad name (see [`Engine::queue_ref`]), or an
+    /// empty prefix, one longer than 255 bytes or containing a control character.
+    pub fn queue_ref_in(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
+        let qualified = qualified_name(prefix, name)?;
         Ok(QueueRef {
-            name: Arc::from(name),
-            shard: fnv1a(name.as_bytes()) as usize & self.inner.mask,
+            shard: fnv1a(qualified.as_bytes()) as usize & self.inner.mask,
+            name: Arc::from(qualified),
         })
     }
 

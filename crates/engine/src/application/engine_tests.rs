@@ -80,6 +80,7 @@ fn fail() -> Outcome {
         reason: "boom".into(),
         stack: None,
         unrecoverable: false,
+        delay: None,
     }
 }
 
@@ -418,4 +419,25 @@ async fn real_timer_wakes_a_pending_pull() {
         "after {:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn prefixes_namespace_queues_and_bull_is_the_plain_namespace() {
+    let (e, _) = engine();
+    let plain = e.queue_ref("mail").unwrap();
+    assert_eq!(e.queue_ref_in(Some("bull"), "mail").unwrap(), plain);
+    let other = e.queue_ref_in(Some("{app}:v2"), "mail").unwrap();
+    assert_eq!(other.name(), "{app}:v2:mail");
+    add(&e, &plain, "{}");
+    assert_eq!(counts(&e, &other), "");
+    assert_eq!(counts(&e, &plain), "waiting=1");
+    for (prefix, name) in [
+        (Some(""), "a"),
+        (Some("a\nb"), "a"),
+        (None, "a:b"),
+        (None, ""),
+    ] {
+        let err = e.queue_ref_in(prefix, name).unwrap_err();
+        assert_eq!(err.code(), "ERR_INVALID_OPTION", "{prefix:?} {name:?}");
+    }
 }

@@ -1,8 +1,15 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`), parsed from JSON text and validated
-//! into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when logging). Unknown keys are ignored so that BullMQ code carrying options we do not model yet
-//! keeps working; every known key is range-checked and an error names it.
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`), parsed from JSON text
+//! and validated into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when
+//! logging). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
+//! refused with `ERR_UNSUPPORTED_OPTION`, a name that is no option at all with
+//! `ERR_INVALID_OPTION`; every known one is range-checked and an error names it. Options read
+//! back from a file are parsed leniently ([`JobOptions::from_stored_json`]), so a job stored by
+//! an older version that took unknown names keeps its policy.
 
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
@@ -17,12 +24,16 @@ pub enum Backoff {
     Fixed { delay: u64, jitter: f64 },
     /// `round(delay * 2^(attemptsMade - 1))`.
     Exponential { delay: u64, jitter: f64 },
+    /// A type the worker's `settings.backoffStrategy` computes; the worker sends the wait with
+    /// the failure (without one, the retry waits nothing).
+    Custom,
 }
 
 impl Backoff {
     /// The wait in ms after the `attempts_made`-th failure (1-based), before jitter.
     pub fn base_delay(&self, attempts_made: u32) -> u64 {
         match *self {
+            Backoff::Custom => 0,
             Backoff::Fixed { delay, .. } => delay,
             Backoff::Exponential { delay, .. } => {
                 let exp = attempts_made.saturating_sub(1).min(62);
@@ -37,6 +48,7 @@ impl Backoff {
         let d = self.base_delay(attempts_made);
         let jitter = match *self {
             Backoff::Fixed { jitter, .. } | Backoff::Exponential { jitter, .. } => jitter,
+            Backoff::Custom => 0.0,
         };
         if jitter <= 0.0 || d == 0 {
             return d;
@@ -74,8 +86,64 @@ pub struct JobOptions {
     pub remove_on_fail: Option<KeepJobs>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+/// The job options ferroqueue implements, as BullMQ names them.
+pub const JOB_OPTIONS: [&str; 10] = [
+    "jobId",
+    "delay",
+    "priority",
+    "lifo",
+    "attempts",
+    "backoff",
+    "removeOnComplete",
+    "removeOnFail",
+    "keepLogs",
+    "timestamp",
+];
+
+/// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
+pub const UNSUPPORTED_JOB_OPTIONS: [&str; 15] = [
+    "repeat",
+    "repeatJobKey",
+    "parent",
+    "failParentOnFailure",
+    "ignoreDependencyOnFailure",
+    "removeDependencyOnFailure",
+    "continueParentOnFailure",
+    "deduplication",
+    "debounce",
+    "prevMillis",
+    "telemetry",
+    "sizeLimit",
+    "stackTraceLimit",
+    "timeout",
+    "group",
+];
+
+/// The error for an option name ferroqueue does not take: `ERR_UNSUPPORTED_OPTION` for one of
+/// BullMQ's that is not implemented yet, `ERR_INVALID_OPTION` for any other name.
+pub fn refuse_option(name: &str, unsupported: &[&str], known: &[&str]) -> EngineError {
+    if unsupported.contains(&name) {
+        EngineError::Unsupported {
+            option: name.to_string(),
+            reason: "is a BullMQ option that ferroqueue does not support yet".into(),
+        }
+    } else {
+        EngineError::type_error(
+            shown(name),
+            format!("is not an option; expected one of {}", known.join(", ")),
+        )
+    }
+}
+
+/// A name as an error message quotes it: at most 60 characters.
+fn shown(name: &str) -> String {
+    match name.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &name[..i]),
+        None => name.to_string(),
+    }
+}
+
+#[derive(Default)]
 struct RawOptions {
     job_id: Option<String>,
     delay: Option<f64>,
@@ -86,6 +154,92 @@ struct RawOptions {
     remove_on_complete: Option<RawKeep>,
     remove_on_fail: Option<RawKeep>,
     keep_logs: Option<f64>,
+    timestamp: Option<f64>,
+    /// The first name that is not one of [`JOB_OPTIONS`].
+    other: Option<String>,
+}
+
+/// A key of the options object; only a name that is no known option is allocated.
+enum Field {
+    JobId,
+    Delay,
+    Priority,
+    Lifo,
+    Attempts,
+    Backoff,
+    RemoveOnComplete,
+    RemoveOnFail,
+    KeepLogs,
+    Timestamp,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl Visitor<'_> for FieldVisitor {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an option name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Field, E> {
+                Ok(match v {
+                    "jobId" => Field::JobId,
+                    "delay" => Field::Delay,
+                    "priority" => Field::Priority,
+                    "lifo" => Field::Lifo,
+                    "attempts" => Field::Attempts,
+                    "backoff" => Field::Backoff,
+                    "removeOnComplete" => Field::RemoveOnComplete,
+                    "removeOnFail" => Field::RemoveOnFail,
+                    "keepLogs" => Field::KeepLogs,
+                    "timestamp" => Field::Timestamp,
+                    other => Field::Other(other.to_string()),
+                })
+            }
+        }
+        d.deserialize_identifier(FieldVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawOptions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct OptionsVisitor;
+        impl<'de> Visitor<'de> for OptionsVisitor {
+            type Value = RawOptions;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of job options")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<RawOptions, A::Error> {
+                let mut o = RawOptions::default();
+                while let Some(field) = map.next_key::<Field>()? {
+                    match field {
+                        Field::JobId => o.job_id = map.next_value()?,
+                        Field::Delay => o.delay = map.next_value()?,
+                        Field::Priority => o.priority = map.next_value()?,
+                        Field::Lifo => o.lifo = map.next_value()?,
+                        Field::Attempts => o.attempts = map.next_value()?,
+                        Field::Backoff => o.backoff = map.next_value()?,
+                        Field::RemoveOnComplete => o.remove_on_complete = map.next_value()?,
+                        Field::RemoveOnFail => o.remove_on_fail = map.next_value()?,
+                        Field::KeepLogs => o.keep_logs = map.next_value()?,
+                        Field::Timestamp => o.timestamp = map.next_value()?,
+                        Field::Other(name) => {
+                            map.next_value::<IgnoredAny>()?;
+                            if o.other.is_none() {
+                                o.other = Some(name);
+                            }
+                        }
+                    }
+                }
+                Ok(o)
+            }
+        }
+        d.deserialize_map(OptionsVisitor)
+    }
 }
 
 #[derive(Deserialize)]
@@ -130,11 +284,25 @@ impl Default for JobOptions {
 impl JobOptions {
     /// Parses and validates options from JSON text (BullMQ's option object).
     ///
-    /// Errors: [`EngineError::InvalidOption`] naming the first bad option.
+    /// Errors: [`EngineError::InvalidOption`] naming the first bad option or unknown name,
+    /// [`EngineError::Unsupported`] for a BullMQ option not implemented yet.
     pub fn from_json(text: &str) -> Result<Self> {
+        Self::parse(text, true)
+    }
+
+    /// Parses options stored by an earlier run: names that are not options are skipped (an
+    /// older version accepted them), everything else is validated as by [`JobOptions::from_json`].
+    pub fn from_stored_json(text: &str) -> Result<Self> {
+        Self::parse(text, false)
+    }
+
+    fn parse(text: &str, strict: bool) -> Result<Self> {
         let raw: RawOptions = serde_json::from_str(text).map_err(|e| {
             EngineError::type_error("opts", format!("are not valid job options: {e}"))
         })?;
+        if let (true, Some(name)) = (strict, &raw.other) {
+            return Err(refuse_option(name, &UNSUPPORTED_JOB_OPTIONS, &JOB_OPTIONS));
+        }
         let mut o = JobOptions::default();
         if let Some(id) = raw.job_id {
             o.job_id = Some(validate_custom_id(&id)?.into());
@@ -162,6 +330,9 @@ impl JobOptions {
         if let Some(n) = raw.keep_logs {
             integer_in("keepLogs", n, 0.0, u32::MAX as f64)?;
         }
+        if let Some(t) = raw.timestamp {
+            non_negative_ms("timestamp", t)?;
+        }
         Ok(o)
     }
 
@@ -171,7 +342,8 @@ impl JobOptions {
     }
 }
 
-/// Checks a custom job id: a non-empty string that is not a canonical integer and has no `:`.
+/// Checks a custom job id: a non-empty string of at most 1024 bytes that is not a canonical
+/// integer (integers are automatic ids). `:` is allowed, as in BullMQ.
 pub fn validate_custom_id(id: &str) -> Result<&str> {
     if id.is_empty() {
         return Err(EngineError::range("jobId", "must not be empty"));
@@ -180,12 +352,6 @@ pub fn validate_custom_id(id: &str) -> Result<&str> {
         return Err(EngineError::range(
             "jobId",
             "must be at most 1024 bytes long",
-        ));
-    }
-    if id.contains(':') {
-        return Err(EngineError::range(
-            "jobId",
-            format!("must not contain ':', got \"{id}\""),
         ));
     }
     if crate::domain::job::parse_auto_id(id).is_some() || is_canonical_negative(id) {
@@ -253,10 +419,11 @@ fn parse_backoff(b: RawBackoff) -> Result<Option<Backoff>> {
             match kind.as_str() {
                 "fixed" => Ok(Some(Backoff::Fixed { delay, jitter })),
                 "exponential" => Ok(Some(Backoff::Exponential { delay, jitter })),
-                other => Err(EngineError::range(
+                "" => Err(EngineError::range(
                     "backoff.type",
-                    format!("must be 'fixed' or 'exponential', got '{other}'"),
+                    "must be 'fixed', 'exponential' or the name of a custom strategy, got ''",
                 )),
+                _ => Ok(Some(Backoff::Custom)),
             }
         }
     }
@@ -292,7 +459,7 @@ mod tests {
     #[test]
     fn parses_bullmq_shapes() {
         let o = JobOptions::from_json(
-            r#"{"delay":100,"priority":3,"lifo":true,"attempts":4,"backoff":{"type":"exponential","delay":50},"removeOnComplete":true,"removeOnFail":{"age":60,"count":5},"unknown":1}"#,
+            r#"{"delay":100,"priority":3,"lifo":true,"attempts":4,"backoff":{"type":"exponential","delay":50},"removeOnComplete":true,"removeOnFail":{"age":60,"count":5},"timestamp":5}"#,
         )
         .unwrap();
         assert_eq!(o.delay, 100);
@@ -341,7 +508,7 @@ mod tests {
             (r#"{"priority":1.5}"#, "priority"),
             (r#"{"delay":-5}"#, "delay"),
             (r#"{"attempts":-1}"#, "attempts"),
-            (r#"{"backoff":{"type":"linear","delay":1}}"#, "backoff.type"),
+            (r#"{"backoff":{"type":"","delay":1}}"#, "backoff.type"),
             (
                 r#"{"backoff":{"type":"fixed","delay":1,"jitter":2}}"#,
                 "backoff.jitter",
@@ -350,7 +517,8 @@ mod tests {
             (r#"{"keepLogs":-1}"#, "keepLogs"),
             (r#"{"keepLogs":2.5}"#, "keepLogs"),
             (r#"{"jobId":"12"}"#, "jobId"),
-            (r#"{"jobId":"a:b"}"#, "jobId"),
+            (r#"{"timestamp":-1}"#, "timestamp"),
+            (r#"{"delay":1,"colour":"red"}"#, "colour"),
             (r#"{"jobId":""}"#, "jobId"),
         ] {
             let e = JobOptions::from_json(json).unwrap_err();
@@ -362,7 +530,38 @@ mod tests {
         assert!(JobOptions::from_json(r#"{"keepLogs":100}"#).is_ok());
         assert!(JobOptions::from_json("not json").is_err());
         assert!(validate_custom_id("007").is_ok());
+        assert!(validate_custom_id("a:b:1").is_ok());
         assert!(validate_custom_id("-3").is_err());
+    }
+
+    #[test]
+    fn bullmq_options_not_implemented_are_refused_by_name() {
+        for name in UNSUPPORTED_JOB_OPTIONS {
+            let e = JobOptions::from_json(&format!(r#"{{"delay":1,"{name}":{{}}}}"#)).unwrap_err();
+            assert_eq!(e.code(), "ERR_UNSUPPORTED_OPTION", "{name}");
+            assert!(e.to_string().starts_with(name), "{e}");
+        }
+        let e = JobOptions::from_json(r#"{"delay":1,"priorty":2}"#).unwrap_err();
+        assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        assert!(e.to_string().contains("priorty is not an option"), "{e}");
+        let long = "x".repeat(500);
+        let e = JobOptions::from_json(&format!(r#"{{"{long}":1}}"#)).unwrap_err();
+        assert!(e.to_string().len() < 300, "{e}");
+    }
+
+    #[test]
+    fn stored_options_skip_names_an_older_version_accepted() {
+        let o =
+            JobOptions::from_stored_json(r#"{"attempts":3,"repeat":{"every":5},"x":1}"#).unwrap();
+        assert_eq!(o.attempts, 3);
+        assert!(JobOptions::from_stored_json(r#"{"attempts":-3}"#).is_err());
+    }
+
+    #[test]
+    fn custom_backoff_types_are_left_to_the_worker() {
+        let o = JobOptions::from_json(r#"{"backoff":{"type":"linear","delay":7}}"#).unwrap();
+        assert_eq!(o.backoff, Some(Backoff::Custom));
+        assert_eq!(Backoff::Custom.delay_with_jitter(3, 0.5), 0);
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub enum Outcome {
         stack: Option<Box<str>>,
         /// Fail now whatever attempts remain.
         unrecoverable: bool,
+        /// The wait before a retry as the worker's backoff strategy computed it; `None`: by the
+        /// job's `backoff` option.
+        delay: Option<u64>,
     },
     /// Given back unprocessed (a worker closed with force): back to the head of waiting,
     /// no attempt counted.
@@ -399,6 +402,8 @@ impl QueueState {
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
                 job.finished_on = now;
+                // BullMQ 6 counts every finished attempt, the successful one included.
+                job.attempts_made += 1;
                 let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
                 let listened = self.listeners > 0;
                 let ev = listened.then(|| (job.id_string(), value.clone()));
@@ -423,6 +428,7 @@ impl QueueState {
                 reason,
                 stack,
                 unrecoverable,
+                delay: decided,
             } => {
                 job.attempts_made += 1;
                 let attempts_made = job.attempts_made;
@@ -439,7 +445,9 @@ impl QueueState {
                 }
                 if !unrecoverable && !exhausted {
                     let unit = self.next_unit();
-                    let delay = backoff.map_or(0, |b| b.delay_with_jitter(attempts_made, unit));
+                    let delay = decided.unwrap_or_else(|| {
+                        backoff.map_or(0, |b| b.delay_with_jitter(attempts_made, unit))
+                    });
                     self.retry_after(key, delay, now, fx);
                     return AckResult::Retrying { delay };
                 }

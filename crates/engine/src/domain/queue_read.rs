@@ -13,7 +13,8 @@ use super::queue::QueueState;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateFilter {
     State(JobState),
-    /// Ready jobs held back by a paused queue.
+    /// BullMQ's `paused` list, which BullMQ 5+ keeps empty: a paused queue's jobs stay in
+    /// `waiting` / `prioritized`. Always empty here, so no job is counted twice.
     Paused,
 }
 
@@ -66,13 +67,7 @@ impl QueueState {
     /// Number of jobs in a state. O(1).
     pub fn count_of(&self, filter: StateFilter) -> usize {
         match filter {
-            StateFilter::Paused => {
-                if self.paused {
-                    self.ready.len()
-                } else {
-                    0
-                }
-            }
+            StateFilter::Paused => 0,
             StateFilter::State(s) => match s {
                 JobState::Waiting => self.ready.len() - self.prioritized,
                 JobState::Prioritized => self.prioritized,
@@ -111,13 +106,7 @@ impl QueueState {
                 .collect()
         };
         match filter {
-            StateFilter::Paused => {
-                if self.paused {
-                    ready(|_| true)
-                } else {
-                    Vec::new()
-                }
-            }
+            StateFilter::Paused => Vec::new(),
             StateFilter::State(s) => match s {
                 JobState::Waiting => ready(|p| p == 0),
                 JobState::Prioritized => ready(|p| p > 0),

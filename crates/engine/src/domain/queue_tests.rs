@@ -75,6 +75,7 @@ fn fail() -> Outcome {
         reason: "boom".into(),
         stack: None,
         unrecoverable: false,
+        delay: None,
     }
 }
 
@@ -236,7 +237,10 @@ fn paused_queue_hands_out_nothing_but_adds_still_land() {
     add(&mut q, r#"{"delay":10}"#, T0);
     assert_eq!(q.state_of("2"), Some(JobState::Waiting));
     assert_eq!(q.state_of("3"), Some(JobState::Prioritized));
-    assert_eq!(q.count_of(StateFilter::Paused), 3);
+    // As in BullMQ 5+: a paused queue's jobs are counted where they are, never as `paused`.
+    assert_eq!(q.count_of(StateFilter::Paused), 0);
+    assert_eq!(q.count_of(StateFilter::State(JobState::Waiting)), 2);
+    assert!(q.keys_in(StateFilter::Paused).is_empty());
     assert_eq!(q.count(), 4);
     assert!(take(&mut q, 10, T0 + 20).is_empty());
     assert_eq!(
@@ -262,6 +266,7 @@ fn retries_without_backoff_go_back_to_waiting_until_attempts_run_out() {
             reason: format!("boom {attempt}").into(),
             stack: Some("at x".into()),
             unrecoverable: false,
+            delay: None,
         };
         let r = ack(&mut q, &t, stack, T0);
         let j = json(&q, "1");
@@ -298,6 +303,40 @@ fn fixed_backoff_waits_delay_each_time() {
         now += 500;
     }
     assert_eq!(run_one(&mut q, fail(), None, now).1, AckResult::Failed);
+}
+
+#[test]
+fn a_wait_decided_by_the_worker_overrides_the_backoff_option() {
+    let mut q = queue();
+    add(&mut q, r#"{"attempts":3,"backoff":{"type":"linear"}}"#, T0);
+    let decided = |delay| Outcome::Failed {
+        reason: "x".into(),
+        stack: None,
+        unrecoverable: false,
+        delay,
+    };
+    let (_, r) = run_one(&mut q, decided(Some(250)), None, T0);
+    assert_eq!(r, AckResult::Retrying { delay: 250 });
+    assert_eq!(counts(&q), "delayed=1");
+    let (_, r) = run_one(&mut q, decided(None), None, T0 + 250);
+    assert_eq!(
+        r,
+        AckResult::Retrying { delay: 0 },
+        "custom type, no wait sent"
+    );
+    assert_eq!(json(&q, "1")["attemptsMade"], 2);
+}
+
+#[test]
+fn attempts_made_counts_every_finished_attempt_the_successful_one_included() {
+    let mut q = queue();
+    add(&mut q, "{}", T0);
+    add(&mut q, r#"{"attempts":2}"#, T0);
+    run_one(&mut q, ok(), None, T0);
+    assert_eq!(json(&q, "1")["attemptsMade"], 1);
+    run_one(&mut q, fail(), None, T0);
+    run_one(&mut q, ok(), None, T0);
+    assert_eq!(json(&q, "2")["attemptsMade"], 2);
 }
 
 #[test]
@@ -353,6 +392,7 @@ fn unrecoverable_failure_fails_at_once() {
         reason: "fatal".into(),
         stack: None,
         unrecoverable: true,
+        delay: None,
     };
     assert_eq!(q.ack(key, t.1, o, None, T0, &mut fx), AckResult::Failed);
     assert_eq!(counts(&q), "failed=1");

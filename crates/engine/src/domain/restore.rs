@@ -23,7 +23,7 @@ pub(super) fn job_of(row: JobRow) -> Job {
     let opts = row
         .opts
         .as_deref()
-        .and_then(|t| JobOptions::from_json(t).ok())
+        .and_then(|t| JobOptions::from_stored_json(t).ok())
         .unwrap_or_default();
     let mut job = Job::new(row.key, row.name, row.data, &opts, row.timestamp);
     job.set_custom_id(row.custom_id);

@@ -1,0 +1,113 @@
+'use strict'
+// Which option names each class takes. No option is silently ignored: a BullMQ option that
+// ferroqueue does not implement yet is refused with ERR_UNSUPPORTED_OPTION, any other name that is
+// not an option with ERR_INVALID_OPTION (a typo must not pass unnoticed). Job options are checked
+// by the engine (crates/engine/src/domain/options.rs), which every backend shares.
+
+const { typeError } = require('./errors')
+const v = require('./validate')
+const { describe } = v
+
+/** Options every Queue, Worker and QueueEvents takes. */
+const COMMON = ['dataPath', 'durability', 'prefix', 'connection']
+/** BullMQ's connection-level options: about Redis, which ferroqueue does not use. */
+const REDIS_ONLY = ['blockingConnection', 'skipVersionCheck', 'skipWaitingForReady', 'telemetry']
+
+const CLASSES = {
+  Queue: {
+    known: [...COMMON, 'defaultJobOptions'],
+    unsupported: [...REDIS_ONLY, 'streams', 'skipMetasUpdate', 'settings'],
+  },
+  Worker: {
+    known: [...COMMON, 'concurrency', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
+    unsupported: [
+      ...REDIS_ONLY,
+      'name',
+      'limiter',
+      'metrics',
+      'maximumRateLimitDelay',
+      'maxStartedAttempts',
+      'maxStalledCount',
+      'stalledInterval',
+      'skipStalledCheck',
+      'skipLockRenewal',
+      'lockDuration',
+      'lockRenewTime',
+      'runRetryDelay',
+      'useWorkerThreads',
+      'workerThreadsOptions',
+      'workerForkOptions',
+    ],
+  },
+  QueueEvents: {
+    known: [...COMMON, 'autorun', 'lastEventId'],
+    unsupported: [...REDIS_ONLY, 'blockingTimeout'],
+  },
+}
+
+/** Keys of a Worker's `settings` (BullMQ's AdvancedOptions). */
+const SETTINGS = { known: ['backoffStrategy'], unsupported: ['repeatStrategy', 'repeatKeyHashAlgorithm'] }
+
+function unsupported(option, what) {
+  const e = new TypeError(`${option} ${what}`)
+  e.code = 'ERR_UNSUPPORTED_OPTION'
+  return e
+}
+
+function refuse(option, name, { known, unsupported: later }) {
+  if (later.includes(name)) return unsupported(`${option}${name}`, 'is a BullMQ option that ferroqueue does not support yet')
+  const shown = name.length > 60 ? name.slice(0, 60) + '…' : name
+  return typeError(`${option}${shown}`, `is not an option; expected one of ${known.join(', ')}`)
+}
+
+/** Throws for the first own option name of `opts` that `spec` does not take. */
+function checkNames(opts, spec, option = '') {
+  for (const name of Object.keys(opts)) {
+    if (!spec.known.includes(name)) throw refuse(option, name, spec)
+  }
+}
+
+/** Whether a `connection` value is what BullMQ takes: ioredis options, a URL or a client. */
+function looksLikeRedis(c) {
+  if (typeof c === 'string') return /^rediss?:\/\//i.test(c) || /^valkeys?:\/\//i.test(c)
+  if (c === null || typeof c !== 'object') return false
+  return ['host', 'port', 'path', 'sentinels', 'maxRetriesPerRequest', 'status', 'options', 'db', 'password', 'username', 'tls'].some(
+    (k) => k in c,
+  )
+}
+
+/**
+ * Checks the option names a class takes (`cls`: 'Queue', 'Worker' or 'QueueEvents') and the
+ * options that are the same for all of them (`prefix`, `connection`), on the caller's own copy.
+ */
+function checkClassOptions(cls, o) {
+  checkNames(o, CLASSES[cls])
+  if (o.connection !== undefined) {
+    if (looksLikeRedis(o.connection)) {
+      throw unsupported(
+        'connection',
+        'looks like a Redis connection: ferroqueue needs no Redis. Leave connection out for an in-memory queue, or give dataPath for one in a SQLite file',
+      )
+    }
+    throw unsupported('connection', `is not supported yet (got ${describe(o.connection)}); leave it out, or give dataPath for a durable queue`)
+  }
+  if (o.prefix !== undefined) v.name('prefix', o.prefix)
+  if (cls === 'Worker' && o.settings !== undefined) {
+    const s = o.settings
+    if (s === null || typeof s !== 'object' || Array.isArray(s)) {
+      throw typeError('settings', `must be an object, got ${describe(s)}`)
+    }
+    checkNames(s, SETTINGS, 'settings.')
+    if (s.backoffStrategy !== undefined && typeof s.backoffStrategy !== 'function') {
+      throw typeError('settings.backoffStrategy', `must be a function, got ${describe(s.backoffStrategy)}`)
+    }
+  }
+  if (cls === 'QueueEvents' && o.lastEventId !== undefined && o.lastEventId !== '$') {
+    throw unsupported(
+      'lastEventId',
+      `must be '$' (events from now on): ferroqueue delivers events in-process and keeps no history to replay, got ${describe(o.lastEventId)}`,
+    )
+  }
+}
+
+module.exports = { checkClassOptions }
