@@ -5,7 +5,7 @@
 
 const path = require('node:path')
 const binding = require('../binding.js')
-const { decode, QueueError, typeError, rangeError } = require('./errors')
+const { decode, QueueError, typeError, rangeError, textOf } = require('./errors')
 const { describe } = require('./validate')
 
 const DURABILITY = ['commit', 'fsync', 'buffered']
@@ -37,7 +37,11 @@ class Engine {
     let batch
     try {
       batch = JSON.parse(binding.drainEvents(this.id))
-    } catch {
+    } catch (e) {
+      // A bug of ours (the engine's JSON) or a closed engine: the batch is gone, so every
+      // listener hears of it rather than missing events silently.
+      const err = e instanceof QueueError ? e : new QueueError('ERR_INTERNAL', `events could not be delivered: ${textOf(decode(e).message)}`)
+      for (const set of this.listeners.values()) for (const l of set) l._listenerFailed(err)
       return
     }
     for (const [queue, name, payload] of batch) {

@@ -345,7 +345,7 @@ class Queue extends EventEmitter {
   /** Removes up to `limit` (0: all) jobs of `type` older than `grace` ms; resolves their ids. */
   async clean(grace, limit, type = 'completed') {
     v.number('grace', grace)
-    v.number('limit', limit)
+    v.integerIn('limit', limit, 0, Number.MAX_SAFE_INTEGER)
     if (!CLEAN_TYPES.includes(type)) {
       throw Object.assign(new RangeError(`type must be one of ${CLEAN_TYPES.join(', ')}, got ${v.describe(type)}`), {
         code: 'ERR_INVALID_OPTION',

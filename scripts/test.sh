@@ -3,10 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The addon is built by `npm install`; rebuild only what changed (a no-op on a fresh install).
+# A second addon with the `test-hooks` feature (debugPanic) for __test__/panic.spec.mjs; the
+# shipped one never has it. Built first: the release build below then restores the real addon.
+cargo build --release --features test-hooks --quiet
+mkdir -p target/hooks
+cp target/release/libferroqueue.so target/hooks/ferroqueue-hooks.node
+export FERROQUEUE_TEST_HOOKS="$PWD/target/hooks/ferroqueue-hooks.node"
+
+# The addon is built by `npm install`; rebuild only what changed.
 npm run --silent build
 
-cargo test --workspace --release
+cargo test --workspace --release --features ferroqueue-engine/indexed-heap
 
 # The public typings compile, and misuse of the generics is a type error.
 npx tsc -p __test__/types

@@ -5,7 +5,7 @@ use ferroqueue_engine::{Engine, EngineError, QueueRef};
 use napi::Result;
 use napi_derive::napi;
 
-use crate::errors::{ms, to_napi};
+use crate::errors::{count_arg, ms, to_napi};
 use crate::registry::{queue_owned, with_queue};
 
 async fn blocking<T: Send + 'static>(
@@ -90,7 +90,7 @@ pub async fn get_jobs_with_disk(
 #[napi]
 pub async fn clean_with_disk(h: u32, grace: f64, limit: f64, state: String) -> Result<Vec<String>> {
     let grace = ms("grace", grace)?;
-    let limit = ms("limit", limit)? as usize;
+    let limit = count_arg("limit", limit)?;
     let (e, q) = queue_owned(h)?;
     e.clean_with_disk(&q, grace, limit, &state)
         .await

@@ -25,6 +25,17 @@ pub fn range(option: &str, reason: impl Into<String>) -> Error {
     to_napi(EngineError::range(option, reason))
 }
 
+/// Converts a JS number that must be a count: an integer >= 0.
+pub fn count_arg(option: &str, v: f64) -> napi::Result<usize> {
+    if !v.is_finite() || v < 0.0 || v.fract() != 0.0 {
+        return Err(range(
+            option,
+            format!("must be an integer >= 0 (a count), got {v}"),
+        ));
+    }
+    Ok(v.min(usize::MAX as f64) as usize)
+}
+
 /// Converts a JS number that must be a non-negative integer-ish millisecond value.
 pub fn ms(option: &str, v: f64) -> napi::Result<u64> {
     ferroqueue_engine::domain::options::non_negative_ms(option, v).map_err(to_napi)

@@ -3,7 +3,7 @@
 use napi::Result;
 use napi_derive::napi;
 
-use crate::errors::{ms, to_napi};
+use crate::errors::{count_arg, ms, to_napi};
 use crate::registry::with_queue;
 
 /// Removes a job unless it is active; `false` when absent.
@@ -21,7 +21,7 @@ pub fn update_progress(h: u32, id: String, progress: String) -> Result<()> {
 /// Appends a log row; keeps only the newest `keep` rows when `keep` > 0. Returns the row count.
 #[napi(catch_unwind)]
 pub fn add_log(h: u32, id: String, row: String, keep: f64) -> Result<f64> {
-    let keep = ms("keepLogs", keep)? as usize;
+    let keep = count_arg("keepLogs", keep)?;
     with_queue(h, |e, q| e.add_log(q, &id, &row, keep))?
         .map(|n| n as f64)
         .map_err(to_napi)

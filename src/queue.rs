@@ -8,7 +8,7 @@ use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{ms, to_napi};
+use crate::errors::{count_arg, ms, to_napi};
 use crate::registry::with_queue;
 use crate::text::js_text;
 
@@ -202,7 +202,7 @@ pub fn drain(h: u32, delayed: bool) -> Result<f64> {
 #[napi(catch_unwind)]
 pub fn clean(h: u32, grace: f64, limit: f64, state: String) -> Result<Vec<String>> {
     let grace = ms("grace", grace)?;
-    let limit = ms("limit", limit)? as usize;
+    let limit = count_arg("limit", limit)?;
     with_queue(h, |e, q| e.clean(q, grace, limit, &state))?.map_err(to_napi)
 }
 

@@ -204,7 +204,9 @@ pub fn engine(id: u32) -> Result<Engine> {
     }
 }
 
-/// Panics on purpose, so tests can check that a Rust panic reaches JS as an error.
+/// Panics on purpose, so tests can check that a Rust panic reaches JS as an error. Only in the
+/// test build (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 #[napi(catch_unwind)]
 pub fn debug_panic(message: String) -> Result<()> {
     panic!("{message}");

@@ -5,7 +5,7 @@
 //! - `Engine`: the public API (`Engine::add`, `take(q, 50)`, `ack_many`), so each call pays the
 //!   shard lock, the clock read, the queue lookup by name and the effects hand-off.
 //! - `QueueState`: the same state machine called directly with a fixed `now`: the cost of the
-//!   structures (ready `IndexedHeap` keyed by `(priority, order)`, `active`/`completed` ordered
+//!   structures (the ready heap keyed by `(priority, order)`, `active`/`completed` ordered
 //!   maps, the job map, JSON records) without the engine around them.
 //! - `VecDeque+HashMap`: a naive FIFO queue storing the same data (a std `HashMap` of jobs and a
 //!   `VecDeque` of waiting ids, a token per activation, completed jobs kept in the map), with no

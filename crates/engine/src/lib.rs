@@ -1,12 +1,14 @@
 //! ferroqueue's engine: sharded in-memory job queues with BullMQ semantics, no napi.
 //!
-//! Layers, innermost first:
+//! Layers, innermost first (each uses only the ones above it):
 //! - [`structures`]: 4-ary heaps with lazy deletion, the delayed-job heap, FNV-1a.
 //! - [`domain`]: the job model, its options, one queue's state machine, long-poll waiters, events
-//!   and the shard that owns a set of queues. No I/O and no clock of its own: time is passed in.
-//! - [`application`]: the [`Engine`]: shards behind locks, async pulls, the delayed-job timer and
-//!   the event hub that fans transitions out to listeners.
-//! - [`storage`]: optional SQLite persistence (one file per engine, group commit, recovery).
+//!   and the shard that owns a set of queues. No I/O and no clock of its own: time is passed in;
+//!   changes are recorded as storage operations, not written.
+//! - [`storage`]: optional SQLite persistence (one file per engine, group commit, recovery) of
+//!   the domain's recorded changes.
+//! - [`application`]: the [`Engine`]: shards behind locks, async pulls, the delayed-job timer,
+//!   the event hub that fans transitions out to listeners, and the storage of a durable engine.
 //!
 //! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
 //! parses them.

@@ -19,7 +19,7 @@ use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
 use crate::domain::persist::StorageOp;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
-use crate::domain::shard::{Shard, ShardTotals};
+use crate::domain::shard::Shard;
 use crate::error::{EngineError, Result};
 use crate::storage::Storage;
 use crate::structures::fnv1a;
@@ -426,18 +426,6 @@ impl Engine {
         let mut out = String::with_capacity(events.len() * 64 + 2);
         write_events_json(&events, &mut out);
         out
-    }
-
-    /// Running totals over all shards. O(shards).
-    pub fn totals(&self) -> ShardTotals {
-        let mut t = ShardTotals::default();
-        for s in self.inner.shards.iter() {
-            let st = s.lock().totals();
-            t.ready += st.ready;
-            t.delayed += st.delayed;
-            t.active += st.active;
-        }
-        t
     }
 
     /// Closes the engine: a durable one commits what is queued, checkpoints the WAL and releases

@@ -141,7 +141,7 @@ impl Engine {
                         (offset + count - 1) as i64,
                         asc,
                     )?;
-                    split_records(&text)
+                    split_records(&text)?
                 }
             };
             for r in records {
@@ -287,10 +287,10 @@ fn state_name(f: StateFilter) -> &'static str {
     }
 }
 
-/// Splits a JSON array of records produced by the engine into the records' texts.
-fn split_records(text: &str) -> Vec<String> {
-    let Ok(values) = serde_json::from_str::<Vec<Box<serde_json::value::RawValue>>>(text) else {
-        return Vec::new();
-    };
-    values.into_iter().map(|v| v.get().to_string()).collect()
+/// Splits a JSON array of records produced by the engine into the records' texts. A text that
+/// does not parse is a bug of ours, reported as such rather than as an empty page.
+fn split_records(text: &str) -> Result<Vec<String>> {
+    let values = serde_json::from_str::<Vec<Box<serde_json::value::RawValue>>>(text)
+        .map_err(|e| EngineError::Internal(format!("a page of job records is not JSON: {e}")))?;
+    Ok(values.into_iter().map(|v| v.get().to_string()).collect())
 }

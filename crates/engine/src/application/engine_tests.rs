@@ -11,7 +11,6 @@ use super::engine::{Ack, Engine, EngineConfig, QueueRef};
 use crate::clock::MockClock;
 use crate::domain::options::{JobOptions, KeepJobs};
 use crate::domain::queue::{AckResult, Added, NewJob, Outcome};
-use crate::domain::shard::ShardTotals;
 use crate::error::ErrorKind;
 
 mod pull;
@@ -205,47 +204,6 @@ fn state_names_are_parsed_and_checked() {
         (e.remove(&q, "9"), e.remove(&q, "1")),
         (Ok(false), Ok(true))
     );
-}
-
-#[test]
-fn totals_track_ready_delayed_and_active_across_shards() {
-    let (e, clock) = engine();
-    let qs: Vec<QueueRef> = (0..8).map(|i| qref(&e, &format!("q{i}"))).collect();
-    let shards: std::collections::BTreeSet<u32> = qs
-        .iter()
-        .map(|q| crate::structures::fnv1a(q.name().as_bytes()) & 3)
-        .collect();
-    assert!(shards.len() > 1, "the queues span several shards");
-    let t = |ready, delayed, active| ShardTotals {
-        ready,
-        delayed,
-        active,
-    };
-    for (i, q) in qs.iter().enumerate() {
-        add(&e, q, "{}");
-        add(&e, q, r#"{"priority":2}"#);
-        if i % 2 == 0 {
-            add(&e, q, r#"{"delay":100}"#);
-        }
-    }
-    assert_eq!(e.totals(), t(16, 4, 0));
-    let tokens: Vec<u64> = qs[..4]
-        .iter()
-        .map(|q| taken(&e.take(q, 1).1)[0].1)
-        .collect();
-    assert_eq!(e.totals(), t(12, 4, 4));
-    e.ack_many(&qs[0], vec![ack("1", tokens[0], ok("1"))]);
-    e.ack_many(&qs[1], vec![ack("1", tokens[1], fail())]);
-    assert_eq!(e.totals(), t(12, 4, 2));
-    clock.advance(100);
-    assert_eq!(e.promote_due(), None);
-    assert_eq!(e.totals(), t(16, 0, 2));
-    e.remove(&qs[7], "1").unwrap();
-    assert_eq!(e.drain(&qs[6], true), 3);
-    e.obliterate(&qs[2], true).unwrap();
-    assert_eq!(e.totals(), t(10, 0, 1));
-    e.pause(&qs[3]);
-    assert_eq!(e.totals(), t(10, 0, 1), "paused jobs still count as ready");
 }
 
 fn ms(n: u64) -> Duration {

@@ -24,15 +24,6 @@ pub fn fin(state: JobState) -> usize {
     usize::from(state == JobState::Failed)
 }
 
-/// The finished state of an index.
-pub fn fin_state(i: usize) -> JobState {
-    if i == 1 {
-        JobState::Failed
-    } else {
-        JobState::Completed
-    }
-}
-
 /// What a queue knows of its evicted jobs.
 #[derive(Debug, Default)]
 pub struct Evicted {

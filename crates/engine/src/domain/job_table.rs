@@ -1,5 +1,5 @@
 //! The job records of one queue: a slab (`Vec` of slots, with a free list) behind a key → slot
-//! index. Same operations as a `HashMap<JobKey, Job>`, but the 152-byte records sit densely in
+//! index. Same operations as a `HashMap<JobKey, Job>`, but the 136-byte records sit densely in
 //! the slab instead of in a hash table's buckets (which stay half empty after each doubling), and
 //! the table only hashes 16-byte (key, slot) pairs: about 190 bytes per job instead of ~340.
 

@@ -1,7 +1,7 @@
 //! One queue's state machine: add, take (activate), ack (complete / fail / retry) and the delayed
 //! promotion, with the structures that hold each state.
 //!
-//! - waiting + prioritized: one [`IndexedHeap`] keyed by `(priority, order)`: priority 0 sorts
+//! - waiting + prioritized: one [`ReadyHeap`] keyed by `(priority, order)`: priority 0 sorts
 //!   first, then lower numbers; `order` is an increasing admission counter (negated for `lifo`), so
 //!   equal priorities are FIFO and `lifo` jumps the line within its priority.
 //! - delayed: a [`DelayedHeap`] by run-at (FIFO on ties).
@@ -577,9 +577,9 @@ impl QueueState {
         (x >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// Counts for the shard's running totals: (ready, delayed, active).
-    pub fn tallies(&self) -> (usize, usize, usize) {
-        (self.ready.len(), self.delayed.len(), self.active.len())
+    /// Whether some jobs are delayed.
+    pub fn has_delayed(&self) -> bool {
+        !self.delayed.is_empty()
     }
 }
 

@@ -1,7 +1,5 @@
-//! A shard: the queues whose name hashes to it, and running totals of their ready, delayed and
-//! active jobs. The engine keeps each shard behind its own lock; a queue lives in shard
-//! `fnv1a(name) & mask`. Totals are kept by comparing a queue's O(1) tallies before and after each
-//! operation, so no transition can forget to update them.
+//! A shard: the queues whose name hashes to it. The engine keeps each shard behind its own lock;
+//! a queue lives in shard `fnv1a(name) & mask`.
 
 use std::sync::Arc;
 
@@ -9,19 +7,10 @@ use rustc_hash::FxHashMap;
 
 use super::queue::QueueState;
 
-/// Running totals across a shard's queues. O(1) to read.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ShardTotals {
-    pub ready: usize,
-    pub delayed: usize,
-    pub active: usize,
-}
-
 /// The queues of one shard.
 #[derive(Default)]
 pub struct Shard {
     queues: FxHashMap<Arc<str>, QueueState>,
-    totals: ShardTotals,
     /// New queues persist their changes (durable engine).
     persist: bool,
     /// Finished jobs per state a durable queue keeps in memory.
@@ -40,10 +29,6 @@ impl Shard {
 
     /// Adds a queue rebuilt from storage.
     pub fn insert_restored(&mut self, q: QueueState) {
-        let (r, d, a) = q.tallies();
-        self.totals.ready += r;
-        self.totals.delayed += d;
-        self.totals.active += a;
         self.queues.insert(q.name.clone(), q);
     }
 
@@ -52,7 +37,7 @@ impl Shard {
         self.queues.get(name)
     }
 
-    /// Runs `f` on a queue, creating it empty on first use, and keeps the totals right.
+    /// Runs `f` on a queue, creating it empty on first use.
     pub fn with_queue<R>(&mut self, name: &Arc<str>, f: impl FnOnce(&mut QueueState) -> R) -> R {
         let (persist, limit) = (self.persist, self.finished_limit);
         let q = self.queues.entry(name.clone()).or_insert_with(|| {
@@ -63,43 +48,18 @@ impl Shard {
             }
             q
         });
-        let before = q.tallies();
-        let r = f(q);
-        let after = q.tallies();
-        self.totals.ready = self.totals.ready + after.0 - before.0;
-        self.totals.delayed = self.totals.delayed + after.1 - before.1;
-        self.totals.active = self.totals.active + after.2 - before.2;
-        r
+        f(q)
     }
 
     /// Runs `f` on every queue that has delayed jobs; returns the earliest run-at left.
     pub fn each_delayed(&mut self, mut f: impl FnMut(&mut QueueState)) -> Option<u64> {
         let mut next: Option<u64> = None;
-        let names: Vec<Arc<str>> = self
-            .queues
-            .iter()
-            .filter(|(_, q)| q.tallies().1 > 0)
-            .map(|(n, _)| n.clone())
-            .collect();
-        for name in names {
-            let due = self.with_queue(&name, |q| {
-                f(q);
-                q.next_due()
-            });
-            if let Some(d) = due {
+        for q in self.queues.values_mut().filter(|q| q.has_delayed()) {
+            f(q);
+            if let Some(d) = q.next_due() {
                 next = Some(next.map_or(d, |n| n.min(d)));
             }
         }
         next
-    }
-
-    /// The running totals.
-    pub fn totals(&self) -> ShardTotals {
-        self.totals
-    }
-
-    /// Number of queues held.
-    pub fn queue_count(&self) -> usize {
-        self.queues.len()
     }
 }

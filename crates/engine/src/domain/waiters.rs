@@ -40,7 +40,8 @@ pub struct WaiterQueue {
 
 impl WaiterQueue {
     /// Registers a waiter for `puller`; the receiver resolves `Ok` when woken and `Err` when
-    /// cancelled. `None` when `puller` was cancelled before it could register. O(1) amortized.
+    /// cancelled. `None` when `puller` was cancelled before it could register. O(c) for the c
+    /// cancellations not yet matched by a registration (usually none), then O(1) amortized.
     pub fn register(&mut self, puller: u32) -> Option<oneshot::Receiver<()>> {
         if let Some(i) = self.cancelled.iter().position(|p| *p == puller) {
             self.cancelled.remove(i);

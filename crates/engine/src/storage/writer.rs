@@ -166,12 +166,15 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
         let mut applied = Applied::default();
         if !ops.is_empty() && shared.failure.lock().is_none() {
             let want_full = shared.sync_full.load(Ordering::Acquire);
+            let mut result = Ok(());
             if want_full != sync_full {
-                sync_full = want_full;
-                let level = if sync_full { "FULL" } else { "NORMAL" };
-                let _ = conn.pragma_update(None, "synchronous", level);
+                // A durability promised (`'fsync'`) but not in force would be a silent loss:
+                // a failed switch stops the writes like a failed commit.
+                let level = if want_full { "FULL" } else { "NORMAL" };
+                result = conn.pragma_update(None, "synchronous", level);
+                sync_full = want_full && result.is_ok();
             }
-            match commit(&conn, ops) {
+            match result.and_then(|()| commit(&conn, ops)) {
                 Ok(a) => applied = a,
                 Err(e) => {
                     *shared.failure.lock() = Some(EngineError::StorageIo {
