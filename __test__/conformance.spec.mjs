@@ -1,5 +1,6 @@
 // BullMQ conformance: what a BullMQ user expects and ferroqueue got wrong before (issue 8, §5).
 import { describe, it, expect, afterEach, vi } from 'vitest'
+import { createRequire } from 'node:module'
 import { Queue, Worker, QueueEvents, QueueError } from '../index.mjs'
 import { uniqueName, delay, once, waitFor, openTracker, thrown, expectError, rejection, collect } from './helpers.mjs'
 
@@ -254,5 +255,31 @@ describe('custom backoff: settings.backoffStrategy', () => {
     expect(e.code).toBe('ERR_BACKOFF_STRATEGY')
     expect(e.message).toMatch(/not built in/)
     await waitFor(async () => (await q2.getFailedCount()) === 1)
+  })
+})
+
+describe('a typed boundary', () => {
+  const binding = createRequire(import.meta.url)('../binding.js')
+
+  it('the binding throws engine errors built with their class and code (nothing to decode)', async () => {
+    const q = mkQueue()
+    const h = q._h
+    expectError(thrown(() => binding.add(h, 'n', '{}', '{"repeat":{}}', 0)), TypeError, 'ERR_UNSUPPORTED_OPTION', /^repeat /)
+    expectError(thrown(() => binding.add(h, 'n', '{}', '{"priority":-1}', 0)), RangeError, 'ERR_INVALID_OPTION', /^priority /)
+    const w = mkWorker(q.name, () => new Promise(() => {}))
+    const active = once(w, 'active')
+    await q.add('held', {})
+    await active
+    const locked = thrown(() => binding.removeJob(h, '1'))
+    expectError(locked, QueueError, 'ERR_JOB_LOCKED', /active/)
+    expect(locked.message).not.toMatch(/\u0001/)
+    // An async call rejects with an error built the same way, on the JS thread.
+    expectError(await rejection(binding.cleanWithDisk(h, 0, 0, 'bogus')), RangeError, 'ERR_INVALID_OPTION', /bogus/)
+  })
+
+  it('ack outcomes are a native enum', () => {
+    expect(binding.AckOutcome).toMatchObject({ Completed: 0, Retrying: 1, Failed: 2, Stale: 3, Released: 4 })
+    const q = mkQueue()
+    expect(binding.ack(q._h, '[{"id":"1","token":1,"ok":true}]')).toEqual([binding.AckOutcome.Stale])
   })
 })

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { Queue, Worker, QueueEvents, Job } from '../index.mjs'
 import { uniqueName, once, collect, openTracker, rejectsAtOnce, thrown, expectError, waitFor, delay } from './helpers.mjs'
 
-const { decode } = createRequire(import.meta.url)('../lib/errors.js')
+const { fromBinding } = createRequire(import.meta.url)('../lib/errors.js')
 const { track, mkQueue, mkWorker } = openTracker('hostile', { Queue, Worker, QueueEvents }, afterEach)
 
 /** A null-prototype object with a cycle: neither JSON nor String() can show it. */
@@ -175,7 +175,7 @@ describe('every error carries a code', () => {
   })
 
   it('an internal error quotes at most 200 characters of what the binding said', () => {
-    const err = decode(new Error(`failed to convert: ${'7,'.repeat(1_000_000)}`))
+    const err = fromBinding(new Error(`failed to convert: ${'7,'.repeat(1_000_000)}`))
     expect(err.code).toBe('ERR_INTERNAL')
     expect(err.message.length).toBeLessThan(260)
   })

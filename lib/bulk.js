@@ -8,7 +8,7 @@
 // and only then are the slices added, one native call each. So the batch is still all or none,
 // but a large one becomes visible to workers slice by slice.
 
-const { binding, decode } = require('./native')
+const { binding, fromBinding } = require('./native')
 const { typeError, inputError, textOf, isOurs } = require('./errors')
 const { Job } = require('./job')
 const v = require('./validate')
@@ -61,7 +61,7 @@ function call(fn, ...args) {
   try {
     return fn(...args)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
 }
 

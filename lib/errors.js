@@ -1,6 +1,6 @@
 'use strict'
-// Error classes and the decoding of errors coming from the native binding.
-// The binding encodes engine errors as "CODE\u0001Class\u0001message" (see src/errors.rs).
+// Error classes. The binding builds engine errors itself with these classes and a `code` (see
+// src/errors.rs); `fromBinding` only tells them from a bug of ours.
 
 /** An error of ferroqueue with a stable `code` (e.g. ERR_QUEUE_CLOSED). */
 class QueueError extends Error {
@@ -33,8 +33,6 @@ function typeError(option, message, code = 'ERR_INVALID_OPTION') {
 function rangeError(option, message, code = 'ERR_INVALID_OPTION') {
   return withCode(new RangeError(`${option} ${message}`), code)
 }
-
-const SEP = '\u0001'
 
 /** Longest piece of a value or foreign message an error message quotes. */
 const QUOTE_LIMIT = 200
@@ -91,18 +89,14 @@ function inputError(e, what, code = 'ERR_INVALID_OPTION') {
   return err
 }
 
-/** Turns an error thrown by the binding into the public error it stands for. */
-function decode(e) {
-  const msg = e && typeof e.message === 'string' ? e.message : String(e)
-  const parts = msg.split(SEP)
-  if (parts.length === 3) {
-    const [code, cls, text] = parts
-    if (cls === 'TypeError') return withCode(new TypeError(text), code)
-    if (cls === 'RangeError') return withCode(new RangeError(text), code)
-    return new QueueError(code, text)
-  }
-  // Not an engine error: a panic or a marshalling failure inside the binding.
-  return new QueueError('ERR_INTERNAL', `internal error: ${cap(msg)}`)
+/**
+ * The public error for one thrown by the binding. Engine errors arrive built (TypeError,
+ * RangeError or QueueError with `code`, see src/errors.rs) and pass through; anything else is a
+ * panic or a marshalling failure inside the binding: a bug of ours, ERR_INTERNAL.
+ */
+function fromBinding(e) {
+  if (isOurs(e)) return e
+  return new QueueError('ERR_INTERNAL', `internal error: ${textOf(e)}`)
 }
 
-module.exports = { QueueError, UnrecoverableError, typeError, rangeError, decode, textOf, isOurs, inputError }
+module.exports = { QueueError, UnrecoverableError, typeError, rangeError, fromBinding, textOf, isOurs, inputError }

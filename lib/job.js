@@ -2,7 +2,7 @@
 // The Job: BullMQ's fields and methods over a queue handle. A Job belongs to the Queue or Worker
 // that produced it (`job.queue`), whose native handle its methods use.
 
-const { binding, decode } = require('./native')
+const { binding, fromBinding } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
 
@@ -89,7 +89,7 @@ class Job {
     try {
       return fn(h, this.id, ...args)
     } catch (e) {
-      throw decode(e)
+      throw fromBinding(e)
     }
   }
 

@@ -5,8 +5,11 @@
 
 const path = require('node:path')
 const binding = require('../binding.js')
-const { decode, QueueError, typeError, rangeError, textOf } = require('./errors')
+const { fromBinding, QueueError, typeError, rangeError, textOf, isOurs } = require('./errors')
 const { describe } = require('./validate')
+
+// Engine errors of kind Queue are built as this thread's QueueError.
+binding.setErrorClass(QueueError)
 
 const DURABILITY = ['commit', 'fsync', 'buffered']
 /** engineId -> Engine */
@@ -40,7 +43,7 @@ class Engine {
     } catch (e) {
       // A bug of ours (the engine's JSON) or a closed engine: the batch is gone, so every
       // listener hears of it rather than missing events silently.
-      const err = e instanceof QueueError ? e : new QueueError('ERR_INTERNAL', `events could not be delivered: ${textOf(decode(e).message)}`)
+      const err = isOurs(e) ? e : new QueueError('ERR_INTERNAL', `events could not be delivered: ${textOf(e)}`)
       for (const set of this.listeners.values()) for (const l of set) l._listenerFailed(err)
       return
     }
@@ -83,7 +86,7 @@ class Engine {
         committed = binding.committedSeq(this.id)
         binding.checkStorage(this.id) // after reading `committed`: a failure in between is seen
       } catch (e) {
-        return b.reject(decode(e))
+        return b.reject(fromBinding(e))
       }
       if (seq <= committed) return b.resolve()
       this.waits.push({ seq, resolve: b.resolve, reject: b.reject })
@@ -103,7 +106,7 @@ class Engine {
         this.committed = binding.takeCommitNotice(this.id)
         binding.checkStorage(this.id)
       } catch (e) {
-        failure = decode(e)
+        failure = fromBinding(e)
       }
     }
     let i = 0
@@ -165,7 +168,7 @@ function acquireEngine(opts) {
   try {
     id = binding.openEngine(dataPath ? path.resolve(dataPath) : null, durability === 'fsync', finished)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
   let engine = engines.get(id)
   if (!engine) {
@@ -190,7 +193,7 @@ async function releaseEngine(engine) {
     try {
       await binding.closeEngine(engine.id)
     } catch (e) {
-      engine.closeError = decode(e)
+      engine.closeError = fromBinding(e)
     } finally {
       engine.closed = true
       engine._onCommit()
@@ -205,8 +208,8 @@ function openQueue(engineId, name, prefix) {
   try {
     return binding.openQueue(engineId, name, prefix)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
 }
 
-module.exports = { binding, decode, acquireEngine, releaseEngine, openQueue, QueueError }
+module.exports = { binding, fromBinding, acquireEngine, releaseEngine, openQueue, QueueError }

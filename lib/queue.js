@@ -2,7 +2,7 @@
 // Queue: BullMQ's producer and admin API over one native queue handle.
 
 const { EventEmitter } = require('node:events')
-const { binding, decode, acquireEngine, releaseEngine, openQueue } = require('./native')
+const { binding, fromBinding, acquireEngine, releaseEngine, openQueue } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const { Job } = require('./job')
 const { addBulk } = require('./bulk')
@@ -76,7 +76,7 @@ async function native(p) {
   try {
     return await p
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
 }
 
@@ -86,7 +86,7 @@ async function jobRecord(owner, id) {
   try {
     text = binding.getJob(owner._h, id)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
   if (text === null && mayBeOnDisk(owner, id)) {
     await settled(owner)
@@ -101,7 +101,7 @@ async function stateOf(owner, id) {
   try {
     state = binding.getState(owner._h, id)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
   if (state === 'unknown' && mayBeOnDisk(owner, id)) {
     await settled(owner)
@@ -140,7 +140,7 @@ class Queue extends EventEmitter {
       try {
         binding.checkJobOptions(text)
       } catch (e) {
-        const err = decode(e)
+        const err = fromBinding(e)
         err.message = `defaultJobOptions.${err.message}`
         throw err
       }
@@ -156,7 +156,7 @@ class Queue extends EventEmitter {
     try {
       return fn(this._h, ...args)
     } catch (e) {
-      throw decode(e)
+      throw fromBinding(e)
     }
   }
 
@@ -201,7 +201,7 @@ class Queue extends EventEmitter {
     try {
       code = binding.add(this._h, name, text, optsText, timestamp)
     } catch (e) {
-      throw decode(e)
+      throw fromBinding(e)
     }
     if (code < 0) {
       // The existing job may be an add still on its way to the file: wait for it too.

@@ -3,13 +3,16 @@
 // runs the user's processor on each, and acknowledges outcomes in one sync call per tick.
 
 const { EventEmitter } = require('node:events')
-const { binding, decode } = require('./native')
+const { binding, fromBinding } = require('./native')
 const { QueueError, typeError, rangeError, textOf, inputError } = require('./errors')
 const { Job } = require('./job')
 const { openHandle, closeHandle, commitWait } = require('./queue')
 const v = require('./validate')
 
 let nextPuller = 1
+
+/** What an ack did (the binding's AckOutcome enum). */
+const { Completed, Retrying, Failed, Stale } = binding.AckOutcome
 
 /**
  * What a processor's throw (or rejection) means for its job: the error to report, the reason and
@@ -65,7 +68,7 @@ function retentionJson(o) {
   try {
     binding.checkJobOptions(`{${fields.join(',')}}`)
   } catch (e) {
-    throw decode(e)
+    throw fromBinding(e)
   }
   return { done: done && `,"keep":${done}`, fail: fail && `,"keep":${fail}` }
 }
@@ -85,14 +88,14 @@ function customBackoff(opts) {
 function settleJob(entry, now) {
   const { job, result } = entry
   try {
-    if (result === 0) {
+    if (result === Completed) {
       job.returnvalue = entry.value
       job.finishedOn = now
       job.attemptsMade += 1
-    } else if (result === 1 || result === 2) {
+    } else if (result === Retrying || result === Failed) {
       job.failedReason = entry.reason
       job.attemptsMade += 1
-      if (result === 2) job.finishedOn = now
+      if (result === Failed) job.finishedOn = now
     }
   } catch {}
 }
@@ -207,7 +210,7 @@ class Worker extends EventEmitter {
     try {
       ids = binding.takeStalled(this._h)
     } catch (e) {
-      return this._emitError(decode(e))
+      return this._emitError(fromBinding(e))
     }
     if (ids.length === 0) return
     setImmediate(() => {
@@ -241,7 +244,7 @@ class Worker extends EventEmitter {
       try {
         text = binding.tryPull(h, free)
       } catch (e) {
-        this._emitError(decode(e))
+        this._emitError(fromBinding(e))
         await new Promise((r) => setTimeout(r, 100))
         continue
       }
@@ -251,7 +254,7 @@ class Worker extends EventEmitter {
         try {
           text = await binding.pull(h, this._puller, free, this._pullTimeout)
         } catch (e) {
-          this._emitError(decode(e))
+          this._emitError(fromBinding(e))
           text = '[]'
         } finally {
           this._pulling = false
@@ -288,7 +291,7 @@ class Worker extends EventEmitter {
       value: null,
       error: undefined,
       reason: undefined,
-      result: 0,
+      result: Stale,
       // What a custom backoff strategy needs, read before the processor can change the job.
       backoff: customBackoff(job.opts),
       attemptsMade: job.attemptsMade,
@@ -415,8 +418,8 @@ class Worker extends EventEmitter {
     const emit = () => {
       for (let i = 0; i < entries.length; i++) {
         const { job, result, error, value } = entries[i]
-        if (result === 0) this._emitSafe('completed', job, value, 'active')
-        else if (result === 1 || result === 2) this._emitSafe('failed', job, error, 'active')
+        if (result === Completed) this._emitSafe('completed', job, value, 'active')
+        else if (result === Retrying || result === Failed) this._emitSafe('failed', job, error, 'active')
       }
       if (this._active.size === 0 && this._pulling && this._emitting.size === 0) this._maybeDrained()
     }
@@ -446,7 +449,7 @@ class Worker extends EventEmitter {
   }
 
   /**
-   * Sends a batch of acks; per ack 0 completed, 1 retrying, 2 failed, 3 stale, 4 released. Should
+   * Sends a batch of acks; one AckOutcome per ack. Should
    * the batch be refused (a bug of ours), each ack goes alone, and one refused alone fails its
    * job with the reason instead, so that no job is left active.
    */
@@ -454,14 +457,14 @@ class Worker extends EventEmitter {
     try {
       return binding.ack(this._h, '[' + texts.join(',') + ']')
     } catch (e) {
-      this._emitError(decode(e))
+      this._emitError(fromBinding(e))
     }
-    const results = new Array(texts.length).fill(3)
+    const results = new Array(texts.length).fill(Stale)
     for (let i = 0; i < texts.length; i++) {
       try {
         results[i] = binding.ack(this._h, '[' + texts[i] + ']')[0]
       } catch (e) {
-        const err = decode(e)
+        const err = fromBinding(e)
         this._emitError(err)
         const entry = entries[i]
         entry.error = err
@@ -469,7 +472,7 @@ class Worker extends EventEmitter {
         try {
           results[i] = binding.ack(this._h, '[' + this._failText(entry, entry.reason, null, false, '') + ']')[0]
         } catch (again) {
-          this._emitError(decode(again))
+          this._emitError(fromBinding(again))
         }
       }
     }
@@ -483,7 +486,7 @@ class Worker extends EventEmitter {
     try {
       binding.ack(this._h, '[' + acks.join(',') + ']')
     } catch (e) {
-      this._emitError(decode(e))
+      this._emitError(fromBinding(e))
     }
   }
 
@@ -493,7 +496,7 @@ class Worker extends EventEmitter {
     try {
       binding.cancelPulls(this._h, this._puller)
     } catch (e) {
-      this._emitError(decode(e))
+      this._emitError(fromBinding(e))
     }
     this._puller = nextPuller++
   }

@@ -7,6 +7,8 @@ use ferroqueue_engine::application::events::Notifier;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, JsString, Result};
+
+use crate::errors::run;
 use napi_derive::napi;
 
 use crate::registry::{engine, with_queue};
@@ -28,25 +30,27 @@ pub fn weak_notifier(callback: Function<(), ()>) -> Result<Notifier> {
 /// Sets the function called (with no arguments) when events of engine `id` are ready to drain.
 /// The callback does not keep the process alive.
 #[napi(catch_unwind)]
-pub fn set_event_callback(id: u32, callback: Function<(), ()>) -> Result<()> {
-    engine(id)?.set_event_notifier(Some(weak_notifier(callback)?));
+pub fn set_event_callback(env: &Env, id: u32, callback: Function<(), ()>) -> Result<()> {
+    let engine = run(env, || engine(id))?;
+    engine.set_event_notifier(Some(weak_notifier(callback)?));
     Ok(())
 }
 
 /// Takes the buffered events of engine `id`: a JSON array of `["queue","event",{payload}]`.
 #[napi(catch_unwind)]
 pub fn drain_events(env: &Env, id: u32) -> Result<JsString<'_>> {
-    js_text(env, &engine(id)?.drain_events_json())
+    let engine = run(env, || engine(id))?;
+    js_text(env, &engine.drain_events_json())
 }
 
 /// Starts collecting events of a queue (one call per listener).
 #[napi(catch_unwind)]
-pub fn subscribe(h: u32) -> Result<()> {
-    with_queue(h, |e, q| e.subscribe(q))
+pub fn subscribe(env: &Env, h: u32) -> Result<()> {
+    run(env, || with_queue(h, |e, q| e.subscribe(q)))
 }
 
 /// Stops collecting for one listener.
 #[napi(catch_unwind)]
-pub fn unsubscribe(h: u32) -> Result<()> {
-    with_queue(h, |e, q| e.unsubscribe(q))
+pub fn unsubscribe(env: &Env, h: u32) -> Result<()> {
+    run(env, || with_queue(h, |e, q| e.unsubscribe(q)))
 }

@@ -1,10 +1,10 @@
 //! The napi-rs binding of ferroqueue: marshalling only.
 //!
 //! Every function is a free function taking a queue handle (`u32`) resolved once by
-//! [`registry::open_queue`]; payloads cross as JSON text; engine errors become JS errors whose
-//! message carries a stable code (see [`errors`]), which `lib/native.js` turns into
-//! `TypeError`/`RangeError`/`QueueError` with `code`. Sync functions catch panics
-//! (`catch_unwind`); napi-rs settles a panicking async call as a rejection.
+//! [`registry::open_queue`]; payloads cross as JSON text; engine errors are built here as the JS
+//! `TypeError` / `RangeError` / `QueueError` they stand for, with `code` (see [`errors`]).
+//! Functions catch panics (`catch_unwind`), which reach JS as plain errors that the JS layer
+//! reports as `ERR_INTERNAL`.
 
 // napi-derive compiles the JS registration of #[napi] functions out of test builds, so there
 // they look unused.

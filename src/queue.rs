@@ -1,14 +1,16 @@
 //! Queue-level calls: adding jobs, reads, pause/resume, drain, clean, obliterate.
 
 use ferroqueue_engine::domain::queue::{Added, NewJob};
-use ferroqueue_engine::JobOptions;
+use ferroqueue_engine::{EngineError, JobOptions};
 use napi::bindgen_prelude::Float64ArraySlice;
-use napi::{Env, JsString, Result};
+use napi::{Env, JsString};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{count_arg, ms, to_napi};
+use crate::errors::{count_arg, ms, run};
+
+type Result<T> = std::result::Result<T, EngineError>;
 use crate::registry::with_queue;
 use crate::text::js_text;
 
@@ -24,20 +26,31 @@ fn added_code(a: Added, custom: bool) -> f64 {
 
 fn options(opts: Option<&str>) -> Result<JobOptions> {
     match opts {
-        Some(text) => JobOptions::from_json(text).map_err(to_napi),
+        Some(text) => JobOptions::from_json(text),
         None => Ok(JobOptions::defaults()),
     }
 }
 
 /// Validates job options (JSON text) without adding anything, e.g. a queue's defaults.
 #[napi(catch_unwind)]
-pub fn check_job_options(opts: String) -> Result<()> {
-    options(Some(&opts)).map(|_| ())
+pub fn check_job_options(env: &Env, opts: String) -> napi::Result<()> {
+    run(env, || options(Some(&opts)).map(|_| ()))
 }
 
 /// Adds one job. `data` and `opts` are JSON text.
 #[napi(catch_unwind)]
 pub fn add(
+    env: &Env,
+    h: u32,
+    name: String,
+    data: String,
+    opts: Option<String>,
+    timestamp: f64,
+) -> napi::Result<f64> {
+    run(env, || add_one(h, name, data, opts, timestamp))
+}
+
+fn add_one(
     h: u32,
     name: String,
     data: String,
@@ -71,10 +84,10 @@ struct BulkJob<'a> {
 /// Returns the jobs and, per job, whether it has a custom id.
 fn parse_bulk(jobs: &str, now: u64) -> Result<(Vec<NewJob>, Vec<bool>)> {
     let items: Vec<BulkJob> = serde_json::from_str(jobs).map_err(|e| {
-        to_napi(ferroqueue_engine::EngineError::type_error(
+        EngineError::type_error(
             "jobs",
             format!("must be an array of {{ name, data, opts }}: {e}"),
-        ))
+        )
     })?;
     let mut custom = Vec::with_capacity(items.len());
     let mut batch = Vec::with_capacity(items.len());
@@ -113,34 +126,36 @@ pub fn add_bulk<'env>(
     h: u32,
     jobs: String,
     timestamp: f64,
-) -> Result<Float64ArraySlice<'env>> {
-    let (batch, custom) = parse_bulk(&jobs, ms("timestamp", timestamp)?)?;
-    let added = with_queue(h, |e, q| e.add_bulk(q, batch))?;
-    let codes: Vec<f64> = added
-        .into_iter()
-        .zip(custom)
-        .map(|(a, c)| added_code(a, c))
-        .collect();
+) -> napi::Result<Float64ArraySlice<'env>> {
+    let codes = run(env, || {
+        let (batch, custom) = parse_bulk(&jobs, ms("timestamp", timestamp)?)?;
+        let added = with_queue(h, |e, q| e.add_bulk(q, batch))?;
+        Ok(added
+            .into_iter()
+            .zip(custom)
+            .map(|(a, c)| added_code(a, c))
+            .collect::<Vec<f64>>())
+    })?;
     Float64ArraySlice::copy_from(env, codes)
 }
 
 /// Validates a batch as [`add_bulk`] would, without adding anything (a slice of a large
 /// `addBulk`, checked before any slice is added).
 #[napi(catch_unwind)]
-pub fn check_bulk(jobs: String) -> Result<()> {
-    parse_bulk(&jobs, 0).map(|_| ())
+pub fn check_bulk(env: &Env, jobs: String) -> napi::Result<()> {
+    run(env, || parse_bulk(&jobs, 0).map(|_| ()))
 }
 
 /// A job's JSON record, or `null`.
 #[napi(catch_unwind)]
-pub fn get_job(h: u32, id: String) -> Result<Option<String>> {
-    with_queue(h, |e, q| e.job_json(q, &id))
+pub fn get_job(env: &Env, h: u32, id: String) -> napi::Result<Option<String>> {
+    run(env, || with_queue(h, |e, q| e.job_json(q, &id)))
 }
 
 /// A job's state name (`unknown` when absent).
 #[napi(catch_unwind)]
-pub fn get_state(h: u32, id: String) -> Result<String> {
-    with_queue(h, |e, q| e.state(q, &id).to_string())
+pub fn get_state(env: &Env, h: u32, id: String) -> napi::Result<String> {
+    run(env, || with_queue(h, |e, q| e.state(q, &id).to_string()))
 }
 
 /// A JSON array of job records in the given states, paged.
@@ -152,15 +167,17 @@ pub fn get_jobs(
     start: i64,
     end: i64,
     asc: bool,
-) -> Result<JsString<'_>> {
-    let text = with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?.map_err(to_napi)?;
+) -> napi::Result<JsString<'_>> {
+    let text = run(env, || {
+        with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?
+    })?;
     js_text(env, &text)
 }
 
 /// Counts per state as a JSON object; all states when `types` is empty.
 #[napi(catch_unwind)]
-pub fn get_counts(h: u32, types: Vec<String>) -> Result<String> {
-    let counts = with_queue(h, |e, q| e.counts(q, &types))?.map_err(to_napi)?;
+pub fn get_counts(env: &Env, h: u32, types: Vec<String>) -> napi::Result<String> {
+    let counts = run(env, || with_queue(h, |e, q| e.counts(q, &types))?)?;
     let map: serde_json::Map<String, serde_json::Value> = counts
         .into_iter()
         .map(|(k, v)| (k, serde_json::Value::from(v)))
@@ -170,44 +187,52 @@ pub fn get_counts(h: u32, types: Vec<String>) -> Result<String> {
 
 /// Waiting + prioritized + delayed.
 #[napi(catch_unwind)]
-pub fn count(h: u32) -> Result<f64> {
-    with_queue(h, |e, q| e.count(q) as f64)
+pub fn count(env: &Env, h: u32) -> napi::Result<f64> {
+    run(env, || with_queue(h, |e, q| e.count(q) as f64))
 }
 
 /// Pauses the queue.
 #[napi(catch_unwind)]
-pub fn pause(h: u32) -> Result<()> {
-    with_queue(h, |e, q| e.pause(q))
+pub fn pause(env: &Env, h: u32) -> napi::Result<()> {
+    run(env, || with_queue(h, |e, q| e.pause(q)))
 }
 
 /// Resumes the queue.
 #[napi(catch_unwind)]
-pub fn resume(h: u32) -> Result<()> {
-    with_queue(h, |e, q| e.resume(q))
+pub fn resume(env: &Env, h: u32) -> napi::Result<()> {
+    run(env, || with_queue(h, |e, q| e.resume(q)))
 }
 
 /// Whether the queue is paused.
 #[napi(catch_unwind)]
-pub fn is_paused(h: u32) -> Result<bool> {
-    with_queue(h, |e, q| e.is_paused(q))
+pub fn is_paused(env: &Env, h: u32) -> napi::Result<bool> {
+    run(env, || with_queue(h, |e, q| e.is_paused(q)))
 }
 
 /// Removes waiting/prioritized (and delayed) jobs; returns how many.
 #[napi(catch_unwind)]
-pub fn drain(h: u32, delayed: bool) -> Result<f64> {
-    with_queue(h, |e, q| e.drain(q, delayed) as f64)
+pub fn drain(env: &Env, h: u32, delayed: bool) -> napi::Result<f64> {
+    run(env, || with_queue(h, |e, q| e.drain(q, delayed) as f64))
 }
 
 /// Removes jobs of `state` older than `grace` ms, at most `limit` (0: all); returns their ids.
 #[napi(catch_unwind)]
-pub fn clean(h: u32, grace: f64, limit: f64, state: String) -> Result<Vec<String>> {
-    let grace = ms("grace", grace)?;
-    let limit = count_arg("limit", limit)?;
-    with_queue(h, |e, q| e.clean(q, grace, limit, &state))?.map_err(to_napi)
+pub fn clean(
+    env: &Env,
+    h: u32,
+    grace: f64,
+    limit: f64,
+    state: String,
+) -> napi::Result<Vec<String>> {
+    run(env, || {
+        let grace = ms("grace", grace)?;
+        let limit = count_arg("limit", limit)?;
+        with_queue(h, |e, q| e.clean(q, grace, limit, &state))?
+    })
 }
 
 /// Removes everything of the queue.
 #[napi(catch_unwind)]
-pub fn obliterate(h: u32, force: bool) -> Result<()> {
-    with_queue(h, |e, q| e.obliterate(q, force))?.map_err(to_napi)
+pub fn obliterate(env: &Env, h: u32, force: bool) -> napi::Result<()> {
+    run(env, || with_queue(h, |e, q| e.obliterate(q, force))?)
 }

@@ -8,11 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ferroqueue_engine::{Engine, EngineConfig, EngineError, QueueRef};
-use napi::Result;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::Env;
 use napi_derive::napi;
 use parking_lot::RwLock;
 
-use crate::errors::{range, to_napi};
+use crate::errors::{range, run, settle};
+
+/// What registry calls answer: engine errors, made JS errors by the call that exposes them.
+type Result<T> = std::result::Result<T, EngineError>;
 
 /// Closed engines and their queue handles become `None`, so that nothing keeps a closed engine's
 /// memory alive; calls through their handles fail with ERR_QUEUE_CLOSED.
@@ -49,10 +53,10 @@ fn resolve(path: &str) -> Result<PathBuf> {
     match (abs.parent(), abs.file_name()) {
         (Some(dir), Some(name)) => match dir.canonicalize() {
             Ok(d) => Ok(d.join(name)),
-            Err(e) => Err(to_napi(EngineError::StorageIo {
+            Err(e) => Err(EngineError::StorageIo {
                 path: path.to_string(),
                 reason: format!("its directory cannot be opened: {e}"),
-            })),
+            }),
         },
         _ => Err(range("dataPath", format!("is not a file path: {path:?}"))),
     }
@@ -64,13 +68,18 @@ fn resolve(path: &str) -> Result<PathBuf> {
 /// 10,000; only used when the engine is created).
 #[napi(catch_unwind)]
 pub fn open_engine(
+    env: &Env,
     path: Option<String>,
     fsync: bool,
     finished_in_memory: Option<u32>,
-) -> Result<u32> {
+) -> napi::Result<u32> {
+    run(env, || open(path, fsync, finished_in_memory))
+}
+
+fn open(path: Option<String>, fsync: bool, finished_in_memory: Option<u32>) -> Result<u32> {
     let mut r = registry().write();
     if r.engines.is_empty() {
-        let engine = Engine::new(EngineConfig::default()).map_err(to_napi)?;
+        let engine = Engine::new(EngineConfig::default())?;
         r.engines.push(Some(engine));
     }
     let Some(path) = path else { return Ok(0) };
@@ -91,8 +100,7 @@ pub fn open_engine(
         sync_full: fsync,
         finished_in_memory: finished_in_memory.map(|n| n.max(1) as usize),
         ..EngineConfig::default()
-    })
-    .map_err(to_napi)?;
+    })?;
     let id = r.engines.len() as u32;
     r.engines.push(Some(engine));
     r.by_path.insert(resolved, id);
@@ -102,7 +110,7 @@ pub fn open_engine(
 /// Detaches a durable engine from its path, synchronously, before its asynchronous close: a new
 /// open of the path then waits for that close instead of getting the closing engine.
 #[napi(catch_unwind)]
-pub fn detach_engine(id: u32) -> Result<()> {
+pub fn detach_engine(id: u32) -> napi::Result<()> {
     let mut r = registry().write();
     if let Some(Some(e)) = r.engines.get(id as usize).cloned() {
         r.detach(id, &e);
@@ -128,8 +136,12 @@ impl Registry {
 
 /// Closes a durable engine (off the JS thread: it commits what is queued, checkpoints and
 /// releases the file). Later calls on its queues fail with ERR_QUEUE_CLOSED.
-#[napi]
-pub async fn close_engine(id: u32) -> Result<()> {
+#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+pub fn close_engine(env: &Env, id: u32) -> napi::Result<PromiseRaw<'_, ()>> {
+    settle(env, close(id))
+}
+
+async fn close(id: u32) -> Result<()> {
     let e = {
         let mut r = registry().write();
         let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
@@ -153,22 +165,31 @@ pub async fn close_engine(id: u32) -> Result<()> {
         e.storage_failure()
     })
     .await
-    .map_err(|e| to_napi(EngineError::Internal(e.to_string())))?;
+    .map_err(|e| EngineError::Internal(e.to_string()))?;
     registry().write().closing.retain(|_, c| !c.same(&closed));
     match failure {
-        Some(f) => Err(to_napi(f)),
+        Some(f) => Err(f),
         None => Ok(()),
     }
 }
 
 /// Resolves (engine, prefix, queue name) to a handle, validating both.
 #[napi(catch_unwind)]
-pub fn open_queue(engine: u32, name: String, prefix: Option<String>) -> Result<u32> {
+pub fn open_queue(
+    env: &Env,
+    engine: u32,
+    name: String,
+    prefix: Option<String>,
+) -> napi::Result<u32> {
+    run(env, || queue_handle(engine, &name, prefix.as_deref()))
+}
+
+fn queue_handle(engine: u32, name: &str, prefix: Option<&str>) -> Result<u32> {
     let mut r = registry().write();
     let Some(Some(e)) = r.engines.get(engine as usize).cloned() else {
         return Err(range("engine", format!("{engine} is not an open engine")));
     };
-    let q = e.queue_ref_in(prefix.as_deref(), &name).map_err(to_napi)?;
+    let q = e.queue_ref_in(prefix, name)?;
     let found = r.queues.iter().position(|slot| {
         slot.as_ref()
             .is_some_and(|(id, _, qr)| *id == engine && qr == &q)
@@ -185,7 +206,7 @@ pub fn with_queue<R>(h: u32, f: impl FnOnce(&Engine, &QueueRef) -> R) -> Result<
     let r = registry().read();
     match r.queues.get(h as usize) {
         Some(Some((_, e, q))) if !e.is_closed() => Ok(f(e, q)),
-        Some(_) => Err(to_napi(EngineError::QueueClosed(format!("(handle {h})")))),
+        Some(_) => Err(EngineError::QueueClosed(format!("(handle {h})"))),
         None => Err(range("queue", format!("handle {h} is not an open queue"))),
     }
 }
@@ -199,7 +220,7 @@ pub fn queue_owned(h: u32) -> Result<(Engine, QueueRef)> {
 pub fn engine(id: u32) -> Result<Engine> {
     match registry().read().engines.get(id as usize) {
         Some(Some(e)) => Ok(e.clone()),
-        Some(None) => Err(to_napi(EngineError::QueueClosed(format!("(engine {id})")))),
+        Some(None) => Err(EngineError::QueueClosed(format!("(engine {id})"))),
         None => Err(range("engine", format!("{id} is not an open engine"))),
     }
 }
@@ -208,6 +229,6 @@ pub fn engine(id: u32) -> Result<Engine> {
 /// test build (feature `test-hooks`).
 #[cfg(feature = "test-hooks")]
 #[napi(catch_unwind)]
-pub fn debug_panic(message: String) -> Result<()> {
+pub fn debug_panic(message: String) -> napi::Result<()> {
     panic!("{message}");
 }

@@ -4,43 +4,60 @@
 use std::time::Duration;
 
 use ferroqueue_engine::domain::options::{parse_keep, RawKeep};
-use ferroqueue_engine::{Ack, AckResult, Outcome};
-use napi::{Env, JsString, Result};
+use ferroqueue_engine::{Ack, AckResult, EngineError, Outcome};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, JsString};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{ms, to_napi};
+use crate::errors::{ms, run, settle};
 use crate::registry::{queue_owned, with_queue};
 use crate::text::js_text;
 
 /// Waits up to `timeout_ms` for ready jobs; resolves with a JSON array of up to `max` activated
 /// job records (each with its `token`), empty on timeout or cancellation.
-#[napi]
-pub async fn pull(h: u32, puller: u32, max: u32, timeout_ms: u32) -> Result<String> {
-    let (engine, q) = queue_owned(h)?;
-    let (_, jobs) = engine
-        .pull(
-            &q,
-            puller,
-            max as usize,
-            Duration::from_millis(timeout_ms as u64),
-        )
-        .await;
-    Ok(jobs)
+#[napi(catch_unwind, ts_return_type = "Promise<string>")]
+pub fn pull(
+    env: &Env,
+    h: u32,
+    puller: u32,
+    max: u32,
+    timeout_ms: u32,
+) -> napi::Result<PromiseRaw<'_, String>> {
+    let (engine, q) = run(env, || queue_owned(h))?;
+    settle(env, async move {
+        let timeout = Duration::from_millis(timeout_ms as u64);
+        Ok(engine.pull(&q, puller, max as usize, timeout).await.1)
+    })
 }
 
 /// Activates up to `max` ready jobs now, without waiting: a JSON array, maybe empty.
 #[napi(catch_unwind)]
-pub fn try_pull(env: &Env, h: u32, max: u32) -> Result<JsString<'_>> {
-    let text = with_queue(h, |e, q| e.take(q, max as usize).1)?;
+pub fn try_pull(env: &Env, h: u32, max: u32) -> napi::Result<JsString<'_>> {
+    let text = run(env, || with_queue(h, |e, q| e.take(q, max as usize).1))?;
     js_text(env, &text)
 }
 
 /// Resolves every pending pull of `puller` on the queue with an empty array.
 #[napi(catch_unwind)]
-pub fn cancel_pulls(h: u32, puller: u32) -> Result<()> {
-    with_queue(h, |e, q| e.cancel_pulls(q, puller))
+pub fn cancel_pulls(env: &Env, h: u32, puller: u32) -> napi::Result<()> {
+    run(env, || with_queue(h, |e, q| e.cancel_pulls(q, puller)))
+}
+
+/// What an ack did, per ack.
+#[napi]
+pub enum AckOutcome {
+    /// The job completed.
+    Completed = 0,
+    /// The attempt failed and the job will be retried.
+    Retrying = 1,
+    /// The job failed for good.
+    Failed = 2,
+    /// The activation was no longer current (a stale token): nothing changed.
+    Stale = 3,
+    /// Given back unprocessed, to the head of waiting.
+    Released = 4,
 }
 
 #[derive(Deserialize)]
@@ -63,30 +80,27 @@ struct WireAck<'a> {
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, delay?, keep?}` or `{id, token, release: true}`. Returns per ack: 0 completed,
-/// 1 retrying, 2 failed, 3 stale, 4 released.
+/// unrecoverable?, delay?, keep?}` or `{id, token, release: true}`. Returns one [`AckOutcome`]
+/// per ack, in order.
 #[napi(catch_unwind)]
-pub fn ack(h: u32, acks: String) -> Result<Vec<u32>> {
-    let wire: Vec<WireAck> = serde_json::from_str(&acks).map_err(|e| {
-        to_napi(ferroqueue_engine::EngineError::type_error(
-            "acks",
-            format!("are malformed: {e}"),
-        ))
-    })?;
+pub fn ack(env: &Env, h: u32, acks: String) -> napi::Result<Vec<AckOutcome>> {
+    run(env, || ack_all(h, &acks))
+}
+
+fn ack_all(h: u32, acks: &str) -> Result<Vec<AckOutcome>, EngineError> {
+    let wire: Vec<WireAck> = serde_json::from_str(acks)
+        .map_err(|e| EngineError::type_error("acks", format!("are malformed: {e}")))?;
     let mut batch = Vec::with_capacity(wire.len());
     for a in wire {
         let keep = match a.keep {
-            Some(k) => Some(
-                parse_keep(
-                    if a.ok {
-                        "removeOnComplete"
-                    } else {
-                        "removeOnFail"
-                    },
-                    k,
-                )
-                .map_err(to_napi)?,
-            ),
+            Some(k) => Some(parse_keep(
+                if a.ok {
+                    "removeOnComplete"
+                } else {
+                    "removeOnFail"
+                },
+                k,
+            )?),
             None => None,
         };
         let outcome = if a.release {
@@ -112,11 +126,11 @@ pub fn ack(h: u32, acks: String) -> Result<Vec<u32>> {
     Ok(results
         .into_iter()
         .map(|r| match r {
-            AckResult::Completed => 0,
-            AckResult::Retrying { .. } => 1,
-            AckResult::Failed => 2,
-            AckResult::Stale => 3,
-            AckResult::Released => 4,
+            AckResult::Completed => AckOutcome::Completed,
+            AckResult::Retrying { .. } => AckOutcome::Retrying,
+            AckResult::Failed => AckOutcome::Failed,
+            AckResult::Stale => AckOutcome::Stale,
+            AckResult::Released => AckOutcome::Released,
         })
         .collect())
 }
