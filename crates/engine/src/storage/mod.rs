@@ -122,10 +122,12 @@ impl Storage {
         }
     }
 
-    /// Flushes, checkpoints, stops the writer and releases the file lock.
+    /// Flushes, checkpoints, stops the writer and releases the file lock (after the writer is
+    /// done, even when called on the writer thread itself).
     pub fn close(&self) {
         self.reader.lock().take();
-        self.writer.close();
-        self.lock.lock().take();
+        let lock = self.lock.lock().take();
+        self.writer
+            .close(lock.map(|f| Box::new(f) as Box<dyn Send>));
     }
 }

@@ -338,3 +338,58 @@ fn a_commit_notifier_set_after_commits_still_fires() {
     assert_eq!(calls.load(Ordering::SeqCst), 2, "later commits notify");
     e.close();
 }
+
+/// The writer's commit hook holds the engine while it runs. If every other handle goes in that
+/// moment, the engine is torn down on the writer thread itself: it must still commit what is
+/// queued, checkpoint the WAL and release the file, in that order (it used to try to join
+/// itself, which failed and lost the queued writes).
+#[test]
+fn teardown_on_the_writer_thread_commits_checkpoints_and_releases_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    let slot = Arc::new(parking_lot::Mutex::new(Some(e.clone())));
+    let held = slot.clone();
+    let q2 = q.clone();
+    e.set_commit_notifier(Some(Arc::new(move || {
+        // On the writer thread, inside the commit hook: queue one more write, then let go of
+        // the last handle but the hook's own. Setting the notifier calls it once at once, on
+        // this thread: re-arm it so the writer's next commit calls it.
+        if std::thread::current().name() != Some("ferroqueue-writer") {
+            if let Some(e) = held.lock().as_ref() {
+                e.take_commit_notice();
+            }
+            return;
+        }
+        if let Some(last) = held.lock().take() {
+            last.add(&q2, job("queued", "2", "{}"));
+        }
+    })));
+    e.add(&q, job("first", "1", "{}"));
+    drop(e);
+    let t = Instant::now();
+    let reopened = loop {
+        match open(&path) {
+            Ok(r) => break r,
+            Err(err) if err.code() == "ERR_STORAGE_LOCKED" => {
+                assert!(
+                    t.elapsed() < Duration::from_secs(5),
+                    "the file was never released"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(err) => panic!("{err}"),
+        }
+    };
+    assert!(slot.lock().is_none(), "the notifier ran");
+    let wal = dir.path().join("q.db-wal");
+    let wal_len = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(
+        wal_len, 0,
+        "the WAL was checkpointed before the file was released"
+    );
+    let q = reopened.queue_ref("mail").unwrap();
+    assert_eq!(reopened.counts(&q, &["waiting".into()]).unwrap()[0].1, 2);
+    reopened.close();
+}

@@ -39,6 +39,9 @@ pub(super) struct Shared {
     failure: Mutex<Option<EngineError>>,
     sync_full: AtomicBool,
     on_commit: Mutex<Option<OnCommit>>,
+    /// What must live until the writer has finished (the file lock, when the writer closed
+    /// itself): dropped after the final checkpoint.
+    keep_until_exit: Mutex<Vec<Box<dyn Send>>>,
 }
 
 /// Handle on the writer thread.
@@ -64,6 +67,7 @@ impl Writer {
             failure: Mutex::new(None),
             sync_full: AtomicBool::new(sync_full),
             on_commit: Mutex::new(None),
+            keep_until_exit: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -122,8 +126,12 @@ impl Writer {
     }
 
     /// Commits what is queued, checkpoints the WAL into the database and stops the thread.
-    /// Later submissions are dropped.
-    pub fn close(&self) {
+    /// Later submissions are dropped. `keep` lives until all that is done (the file lock).
+    ///
+    /// Called on the writer thread itself (the commit hook held the last handle on the engine,
+    /// whose teardown ends here), it cannot wait for itself: the writer finishes the same way
+    /// once the hook returns, and drops `keep` last.
+    pub fn close(&self, keep: Option<Box<dyn Send>>) {
         {
             let mut p = self.shared.pending.lock();
             p.closing = true;
@@ -131,9 +139,17 @@ impl Writer {
         }
         // The guard is held through the join: a second caller waits until the first is done.
         let mut thread = self.thread.lock();
+        let on_writer = thread
+            .as_ref()
+            .is_some_and(|t| t.thread().id() == std::thread::current().id());
+        if on_writer {
+            self.shared.keep_until_exit.lock().extend(keep);
+            return;
+        }
         if let Some(t) = thread.take() {
             let _ = t.join();
         }
+        drop(keep);
     }
 }
 
@@ -202,6 +218,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
     }
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
     drop(conn);
+    shared.keep_until_exit.lock().clear();
 }
 
 /// How long the writer waits busily for the next submission before it sleeps, when the last one
