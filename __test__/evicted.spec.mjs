@@ -4,7 +4,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Queue, Worker, QueueEvents } from '../index.mjs'
+import { Queue, Worker, QueueEvents, QueueError } from '../index.mjs'
 import { collect } from './helpers.mjs'
 import { createRequire } from 'node:module'
 
@@ -38,9 +38,12 @@ describe('finished jobs beyond the in-memory bound', () => {
     await worker.close()
 
     expect(await queue.getCompletedCount()).toBe(20)
-    // the oldest are no longer in memory (the engine says so), yet read as before
-    expect(binding.hasEvicted(queue._h)).toBe(true)
-    expect(binding.getJob(queue._h, 'first')).toBe(null)
+    // the oldest are no longer in memory (the backend answers with a promise: it reads the
+    // file), yet read as before
+    const pending = binding.getJob(queue._h, 'first')
+    expect(pending).toBeInstanceOf(Promise)
+    expect(JSON.parse(await pending).id).toBe('first')
+    expect(binding.getJob(queue._h, '19')).toEqual(expect.any(String))
     const first = await queue.getJob('first')
     expect(first.returnvalue).toEqual({ id: 'first', n: 0 })
     expect(await queue.getJobState('first')).toBe('completed')
@@ -65,6 +68,12 @@ describe('finished jobs beyond the in-memory bound', () => {
     expect(cleaned).toEqual(all.slice(-4, -1).reverse().map((j) => j.id))
     expect(await queue.getCompletedCount()).toBe(16)
 
+    // a change that does not fit a job only the file holds is refused after the file read,
+    // with the same error class and code as in memory (built on the JS thread)
+    const older = (await queue.getCompleted(14, 14))[0]
+    const refused = await older.changeDelay(100).then(() => null, (e) => e)
+    expect(refused).toBeInstanceOf(QueueError)
+    expect(refused.code).toBe('ERR_JOB_STATE')
     // a job only the file holds can be retried
     const old = (await queue.getCompleted(15, 15))[0]
     await old.retry('completed')

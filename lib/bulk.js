@@ -8,7 +8,7 @@
 // and only then are the slices added, one native call each. So the batch is still all or none,
 // but a large one becomes visible to workers slice by slice.
 
-const { binding, fromBinding } = require('./native')
+const { binding, fromBinding, isPending, native } = require('./native')
 const { typeError, inputError, textOf, isOurs } = require('./errors')
 const { Job } = require('./job')
 const v = require('./validate')
@@ -100,7 +100,7 @@ async function addBulk(queue, jobs) {
   for (let s = 0; s < slices.length; s++) {
     if (s > 0) await turn()
     const { wire } = slices[s]
-    const c = codes[s]
+    const c = isPending(codes[s]) ? await native(codes[s]) : codes[s]
     for (let i = 0; i < wire.length; i++) {
       const w = wire[i]
       const k = s * BULK_SLICE + i

@@ -2,14 +2,9 @@
 // The Job: BullMQ's fields and methods over a queue handle. A Job belongs to the Queue or Worker
 // that produced it (`job.queue`), whose native handle its methods use.
 
-const { binding, fromBinding } = require('./native')
+const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
-
-/** The disk-aware reads of queue.js (required lazily: queue.js requires this file). */
-function reads() {
-  return require('./queue')
-}
 
 function orUndefined(x) {
   return x === null ? undefined : x
@@ -94,19 +89,12 @@ class Job {
   }
 
   /**
-   * Runs a changing call and resolves once its change is durable. A finished job that only the
-   * file holds any more is brought back into memory first.
+   * Runs a changing call and resolves once its change is durable: an answer at hand waits for
+   * the tick's commit; a pending one (the backend had to fetch the job first) once committed.
    */
   async _change(fn, ...args) {
-    let r
-    try {
-      r = this._call(fn, ...args)
-    } catch (e) {
-      if (e.code !== 'ERR_JOB_NOT_FOUND' || !reads().mayBeOnDisk(this.queue, this.id)) throw e
-      await reads().settled(this.queue)
-      if (!(await reads().native(binding.reviveJob(this.queue._h, this.id)))) throw e
-      r = this._call(fn, ...args)
-    }
+    const r = this._call(fn, ...args)
+    if (isPending(r)) return native(r)
     const wait = this.queue._commitWait()
     if (wait) await wait
     return r
@@ -136,7 +124,7 @@ class Job {
   /** The job's current state, or 'unknown' once it is gone. */
   async getState() {
     void this._h
-    return reads().stateOf(this.queue, this.id)
+    return native(this._call(binding.getState))
   }
 
   /** Replaces the job's data. */
@@ -238,9 +226,9 @@ class Job {
       }
       // The job may have finished before we started listening.
       const check = async () => {
-        const state = await reads().stateOf(this.queue, this.id)
+        const state = await native(this._call(binding.getState))
         if (state !== 'completed' && state !== 'failed') return
-        const record = JSON.parse(await reads().jobRecord(this.queue, this.id))
+        const record = JSON.parse(await native(this._call(binding.getJob)))
         stop()
         clearTimeout(timer)
         if (state === 'completed') resolve(record.returnvalue)

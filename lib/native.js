@@ -63,8 +63,9 @@ class Engine {
   }
 
   /**
-   * A promise that resolves once every change made so far in this tick is committed (null on an
-   * in-memory engine: nothing to wait for). All callers in the same tick share one wait.
+   * A promise that resolves once every change this thread made so far is committed (null on an
+   * in-memory engine: nothing to wait for). All callers in the same tick share one wait, on the
+   * thread's commit ticket read once at the end of the tick.
    */
   commitBarrier() {
     if (!this.durable) return null
@@ -82,7 +83,7 @@ class Engine {
       let seq
       let committed
       try {
-        seq = binding.submittedSeq(this.id)
+        seq = binding.ticket(this.id)
         committed = binding.committedSeq(this.id)
         binding.checkStorage(this.id) // after reading `committed`: a failure in between is seen
       } catch (e) {
@@ -203,6 +204,23 @@ async function releaseEngine(engine) {
   await engine.closing
 }
 
+/**
+ * Whether a binding call answered with a promise (the backend needs a round trip) rather than
+ * with the value itself.
+ */
+function isPending(r) {
+  return r !== null && typeof r === 'object' && typeof r.then === 'function'
+}
+
+/** Awaits a binding call's answer (a value or a promise); errors come out as ours. */
+async function native(p) {
+  try {
+    return await p
+  } catch (e) {
+    throw fromBinding(e)
+  }
+}
+
 /** Opens a queue handle on an engine; throws the decoded error for a bad name or prefix. */
 function openQueue(engineId, name, prefix) {
   try {
@@ -212,4 +230,4 @@ function openQueue(engineId, name, prefix) {
   }
 }
 
-module.exports = { binding, fromBinding, acquireEngine, releaseEngine, openQueue, QueueError }
+module.exports = { binding, fromBinding, acquireEngine, releaseEngine, openQueue, isPending, native, QueueError }

@@ -2,7 +2,7 @@
 // Queue: BullMQ's producer and admin API over one native queue handle.
 
 const { EventEmitter } = require('node:events')
-const { binding, fromBinding, acquireEngine, releaseEngine, openQueue } = require('./native')
+const { binding, fromBinding, acquireEngine, releaseEngine, openQueue, isPending, native } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const { Job } = require('./job')
 const { addBulk } = require('./bulk')
@@ -61,55 +61,6 @@ function commitWait(owner) {
   return owner._durability === 'buffered' ? null : owner._engine.commitBarrier()
 }
 
-/** Resolves once every change submitted so far is committed (whatever the durability). */
-async function settled(owner) {
-  const wait = owner._engine.commitBarrier()
-  if (wait) await wait
-}
-
-/** Whether `id` may name a finished job that only the queue's file holds. */
-function mayBeOnDisk(owner, id) {
-  return owner._engine.durable && binding.maybeEvicted(owner._h, id)
-}
-
-async function native(p) {
-  try {
-    return await p
-  } catch (e) {
-    throw fromBinding(e)
-  }
-}
-
-/** A job's JSON record from memory, or from the file for an evicted job; null when absent. */
-async function jobRecord(owner, id) {
-  let text
-  try {
-    text = binding.getJob(owner._h, id)
-  } catch (e) {
-    throw fromBinding(e)
-  }
-  if (text === null && mayBeOnDisk(owner, id)) {
-    await settled(owner)
-    text = await native(binding.getJobFromDisk(owner._h, id))
-  }
-  return text
-}
-
-/** A job's state from memory, or from the file for an evicted job. */
-async function stateOf(owner, id) {
-  let state
-  try {
-    state = binding.getState(owner._h, id)
-  } catch (e) {
-    throw fromBinding(e)
-  }
-  if (state === 'unknown' && mayBeOnDisk(owner, id)) {
-    await settled(owner)
-    state = await native(binding.getStateFromDisk(owner._h, id))
-  }
-  return state
-}
-
 function checkTypes(types) {
   try {
     const list = types === undefined ? [] : Array.isArray(types) ? types.flat() : [types]
@@ -160,9 +111,13 @@ class Queue extends EventEmitter {
     }
   }
 
-  /** Runs a changing call and resolves once its change is durable. */
+  /**
+   * Runs a changing call and resolves once its change is durable: an answer at hand waits for
+   * the tick's commit (see commitWait); a pending one resolves once committed.
+   */
   async _change(fn, ...args) {
     const r = this._call(fn, ...args)
+    if (isPending(r)) return native(r)
     const wait = commitWait(this)
     if (wait) await wait
     return r
@@ -203,6 +158,7 @@ class Queue extends EventEmitter {
     } catch (e) {
       throw fromBinding(e)
     }
+    if (isPending(code)) code = await native(code)
     if (code < 0) {
       // The existing job may be an add still on its way to the file: wait for it too.
       const wait = commitWait(this)
@@ -225,7 +181,7 @@ class Queue extends EventEmitter {
   async getJob(id) {
     checkId(id)
     this._ensureOpen()
-    const text = await jobRecord(this, id)
+    const text = await native(this._call(binding.getJob, id))
     return text === null ? undefined : Job.fromRecord(this, JSON.parse(text))
   }
 
@@ -233,7 +189,7 @@ class Queue extends EventEmitter {
   async getJobState(id) {
     checkId(id)
     this._ensureOpen()
-    return stateOf(this, id)
+    return native(this._call(binding.getState, id))
   }
 
   /** Jobs in the given states, `start`..`end` inclusive (-1: last), newest first unless `asc`. */
@@ -241,12 +197,7 @@ class Queue extends EventEmitter {
     const list = checkTypes(types)
     v.range(start, end)
     const types_ = list.length ? list : ALL_TYPES.filter((t) => t !== 'paused')
-    let text = this._call(binding.getJobs, types_, start, end, !!asc)
-    if (this._engine.durable && types_.some((t) => t === 'completed' || t === 'failed') && binding.hasEvicted(this._h)) {
-      // Finished jobs beyond the in-memory bound are only in the file: list from there.
-      await settled(this)
-      text = await native(binding.getJobsWithDisk(this._h, types_, start, end, !!asc))
-    }
+    const text = await native(this._call(binding.getJobs, types_, start, end, !!asc))
     return JSON.parse(text).map((r) => Job.fromRecord(this, r))
   }
 
@@ -272,7 +223,7 @@ class Queue extends EventEmitter {
   /** `{ state: count }` for the asked states, all when none is asked. */
   async getJobCounts(...types) {
     const list = checkTypes(types)
-    return JSON.parse(this._call(binding.getCounts, list))
+    return JSON.parse(await native(this._call(binding.getCounts, list)))
   }
 
   /** Sum of the counts of the given states. */
@@ -304,7 +255,7 @@ class Queue extends EventEmitter {
 
   /** Waiting + prioritized + delayed (+ waiting-children). */
   async count() {
-    return this._call(binding.count)
+    return native(this._call(binding.count))
   }
 
   /** Stops workers from taking jobs; adds still land. */
@@ -320,7 +271,7 @@ class Queue extends EventEmitter {
   }
 
   async isPaused() {
-    return this._call(binding.isPaused)
+    return native(this._call(binding.isPaused))
   }
 
   /** Removes waiting and prioritized jobs, and delayed ones too with `delayed = true`. */
@@ -332,14 +283,11 @@ class Queue extends EventEmitter {
   async remove(id) {
     checkId(id)
     try {
-      if (await this._change(binding.removeJob, id)) return 1
+      return (await this._change(binding.removeJob, id)) ? 1 : 0
     } catch (e) {
       if (e.code === 'ERR_JOB_LOCKED') return 0
       throw e
     }
-    if (!mayBeOnDisk(this, id)) return 0
-    const removed = await native(binding.removeEvicted(this._h, id))
-    return removed ? 1 : 0
   }
 
   /** Removes up to `limit` (0: all) jobs of `type` older than `grace` ms; resolves their ids. */
@@ -351,13 +299,7 @@ class Queue extends EventEmitter {
         code: 'ERR_INVALID_OPTION',
       })
     }
-    this._ensureOpen()
-    let ids
-    if (this._engine.durable && (type === 'completed' || type === 'failed') && binding.hasEvicted(this._h)) {
-      ids = await native(binding.cleanWithDisk(this._h, grace, limit, type))
-      const wait = commitWait(this)
-      if (wait) await wait
-    } else ids = await this._change(binding.clean, grace, limit, type)
+    const ids = await this._change(binding.clean, grace, limit, type)
     this.emit('cleaned', ids, type)
     return ids
   }
@@ -372,12 +314,7 @@ class Queue extends EventEmitter {
   async getJobLogs(id, start = 0, end = -1, asc = true) {
     checkId(id)
     v.range(start, end)
-    const inMemory = this._call(binding.getState, id) !== 'unknown'
-    if (!inMemory && mayBeOnDisk(this, id)) {
-      await settled(this)
-      return JSON.parse(await native(binding.getLogsFromDisk(this._h, id, start, end, !!asc)))
-    }
-    return JSON.parse(this._call(binding.getLogs, id, start, end, !!asc))
+    return JSON.parse(await native(this._call(binding.getLogs, id, start, end, !!asc)))
   }
 
   /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
@@ -387,4 +324,4 @@ class Queue extends EventEmitter {
   }
 }
 
-module.exports = { Queue, openHandle, closeHandle, commitWait, settled, mayBeOnDisk, jobRecord, stateOf, native, ALL_TYPES }
+module.exports = { Queue, openHandle, closeHandle, commitWait, ALL_TYPES }

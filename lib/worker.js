@@ -3,7 +3,7 @@
 // runs the user's processor on each, and acknowledges outcomes in one sync call per tick.
 
 const { EventEmitter } = require('node:events')
-const { binding, fromBinding } = require('./native')
+const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, rangeError, textOf, inputError } = require('./errors')
 const { Job } = require('./job')
 const { openHandle, closeHandle, commitWait } = require('./queue')
@@ -13,6 +13,11 @@ let nextPuller = 1
 
 /** What an ack did (the binding's AckOutcome enum). */
 const { Completed, Retrying, Failed, Stale } = binding.AckOutcome
+
+/** The one outcome of a one-ack call, now or later. */
+function first(r) {
+  return isPending(r) ? r.then((a) => a[0]) : r[0]
+}
 
 /**
  * What a processor's throw (or rejection) means for its job: the error to report, the reason and
@@ -205,10 +210,10 @@ class Worker extends EventEmitter {
   }
 
   /** Jobs that were active when a durable engine's last process died: `stalled`, once. */
-  _reportStalled() {
+  async _reportStalled() {
     let ids
     try {
-      ids = binding.takeStalled(this._h)
+      ids = await native(binding.takeStalled(this._h))
     } catch (e) {
       return this._emitError(fromBinding(e))
     }
@@ -243,6 +248,7 @@ class Worker extends EventEmitter {
       let text
       try {
         text = binding.tryPull(h, free)
+        if (isPending(text)) text = await native(text)
       } catch (e) {
         this._emitError(fromBinding(e))
         await new Promise((r) => setTimeout(r, 100))
@@ -408,6 +414,26 @@ class Worker extends EventEmitter {
     this._ackJobs = []
     if (texts.length === 0) return
     const results = this._ackAll(texts, entries)
+    if (isPending(results)) {
+      // A backend that answers acks after a round trip: settle the jobs when it does. A batch
+      // that fails leaves its jobs active (at-least-once: they are delivered again).
+      const p = results
+        .then(
+          (r) => this._acked(entries, r),
+          (e) => {
+            this._emitError(fromBinding(e))
+            this._acked(entries, new Array(entries.length).fill(Stale))
+          },
+        )
+        .finally(() => this._emitting.delete(p))
+      this._emitting.add(p)
+      return
+    }
+    this._acked(entries, results)
+  }
+
+  /** Settles acked jobs with their outcomes and reports them once durable. */
+  _acked(entries, results) {
     const now = Date.now()
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]
@@ -462,7 +488,7 @@ class Worker extends EventEmitter {
     const results = new Array(texts.length).fill(Stale)
     for (let i = 0; i < texts.length; i++) {
       try {
-        results[i] = binding.ack(this._h, '[' + texts[i] + ']')[0]
+        results[i] = first(binding.ack(this._h, '[' + texts[i] + ']'))
       } catch (e) {
         const err = fromBinding(e)
         this._emitError(err)
@@ -470,13 +496,13 @@ class Worker extends EventEmitter {
         entry.error = err
         entry.reason = `ferroqueue could not record the outcome: ${err.message}`
         try {
-          results[i] = binding.ack(this._h, '[' + this._failText(entry, entry.reason, null, false, '') + ']')[0]
+          results[i] = first(binding.ack(this._h, '[' + this._failText(entry, entry.reason, null, false, '') + ']'))
         } catch (again) {
           this._emitError(fromBinding(again))
         }
       }
     }
-    return results
+    return results.some(isPending) ? Promise.all(results) : results
   }
 
   /** Gives activated jobs back to waiting, unprocessed (no attempt counted). */

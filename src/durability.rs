@@ -1,6 +1,6 @@
-//! Commit waits of durable engines: JS reads the sequence number of its latest change, and is
-//! called back (once per batch of commits, by a weak threadsafe function) to compare it with the
-//! committed one. No async call per change.
+//! Commit waits of durable backends: JS reads its thread's commit ticket once per tick (the
+//! latest change it made), and is called back (once per batch of commits, by a weak threadsafe
+//! function) to compare it with the committed one. No async call per change.
 
 use napi::bindgen_prelude::Function;
 use napi::Env;
@@ -8,11 +8,13 @@ use napi_derive::napi;
 
 use crate::errors::run;
 use crate::registry::{engine, with_queue};
+use crate::reply::{answer, Answer};
 
-/// Sequence number of the engine's latest change (0 in memory).
+/// The commit ticket of the latest change this thread made on backend `id` (0: nothing to
+/// wait for).
 #[napi(catch_unwind)]
-pub fn submitted_seq(env: &Env, id: u32) -> napi::Result<f64> {
-    run(env, || Ok(engine(id)?.submitted() as f64))
+pub fn ticket(env: &Env, id: u32) -> napi::Result<f64> {
+    run(env, || Ok(engine(id)?.ticket() as f64))
 }
 
 /// Committed sequence number; also re-arms the commit callback.
@@ -30,7 +32,7 @@ pub fn committed_seq(env: &Env, id: u32) -> napi::Result<f64> {
 /// Throws the storage failure that stopped writes, if there was one.
 #[napi(catch_unwind)]
 pub fn check_storage(env: &Env, id: u32) -> napi::Result<()> {
-    run(env, || match engine(id)?.storage_failure() {
+    run(env, || match engine(id)?.failure() {
         Some(e) => Err(e),
         None => Ok(()),
     })
@@ -45,8 +47,12 @@ pub fn set_commit_callback(env: &Env, id: u32, callback: Function<(), ()>) -> na
     Ok(())
 }
 
-/// Ids of jobs found active when the engine recovered its file, once.
-#[napi(catch_unwind)]
-pub fn take_stalled(env: &Env, h: u32) -> napi::Result<Vec<String>> {
-    run(env, || with_queue(h, |e, q| e.take_stalled(q)))
+/// Ids of jobs found active when the backend recovered, once.
+#[napi(
+    catch_unwind,
+    ts_return_type = "Array<string> | Promise<Array<string>>"
+)]
+pub fn take_stalled(env: &Env, h: u32) -> napi::Result<Answer<'_, Vec<String>>> {
+    let reply = run(env, || with_queue(h, |b, q| b.take_stalled(q)))?;
+    answer(env, reply, |ids| ids)
 }

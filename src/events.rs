@@ -46,11 +46,11 @@ pub fn drain_events(env: &Env, id: u32) -> Result<JsString<'_>> {
 /// Starts collecting events of a queue (one call per listener).
 #[napi(catch_unwind)]
 pub fn subscribe(env: &Env, h: u32) -> Result<()> {
-    run(env, || with_queue(h, |e, q| e.subscribe(q)))
+    run(env, || with_queue(h, |b, q| b.subscribe(q))?)
 }
 
 /// Stops collecting for one listener.
 #[napi(catch_unwind)]
 pub fn unsubscribe(env: &Env, h: u32) -> Result<()> {
-    run(env, || with_queue(h, |e, q| e.unsubscribe(q)))
+    run(env, || with_queue(h, |b, q| b.unsubscribe(q))?)
 }

@@ -1,7 +1,9 @@
 //! The napi-rs binding of ferroqueue: marshalling only.
 //!
 //! Every function is a free function taking a queue handle (`u32`) resolved once by
-//! [`registry::open_queue`]; payloads cross as JSON text; engine errors are built here as the JS
+//! [`registry::open_queue`], and talks to the backend behind it only through the engine crate's
+//! `Backend` trait; answers at hand return as values, pending ones as promises (`reply.rs`);
+//! payloads cross as JSON text; engine errors are built here as the JS
 //! `TypeError` / `RangeError` / `QueueError` they stand for, with `code` (see [`errors`]).
 //! Functions catch panics (`catch_unwind`), which reach JS as plain errors that the JS layer
 //! reports as `ERR_INTERNAL`.
@@ -10,12 +12,12 @@
 // they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
-mod disk;
 mod durability;
 mod errors;
 mod events;
 mod jobs;
 mod queue;
 mod registry;
+mod reply;
 mod text;
 mod worker;

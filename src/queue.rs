@@ -1,18 +1,21 @@
-//! Queue-level calls: adding jobs, reads, pause/resume, drain, clean, obliterate.
+//! Queue-level calls: adding jobs, reads, pause/resume, drain, clean, obliterate. Each answers
+//! at once, or with a promise where the backend needs a round trip (see `reply.rs`).
 
 use ferroqueue_engine::domain::queue::{Added, NewJob};
-use ferroqueue_engine::{EngineError, JobOptions};
-use napi::bindgen_prelude::Float64ArraySlice;
+use ferroqueue_engine::domain::queue_read::parse_states;
+use ferroqueue_engine::{EngineError, JobOptions, Page, Reply};
+use napi::bindgen_prelude::{Either, Float64ArraySlice, PromiseRaw};
 use napi::{Env, JsString};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{count_arg, ms, run};
+use crate::errors::{count_arg, ms, run, settle};
+use crate::registry::with_queue;
+use crate::reply::{answer, Answer};
+use crate::text::js_text;
 
 type Result<T> = std::result::Result<T, EngineError>;
-use crate::registry::with_queue;
-use crate::text::js_text;
 
 /// `add`'s answer as a number: the automatic id (> 0), 0 for a new job with a custom id, -1
 /// when a job with that custom id existed already (nothing added).
@@ -37,8 +40,8 @@ pub fn check_job_options(env: &Env, opts: String) -> napi::Result<()> {
     run(env, || options(Some(&opts)).map(|_| ()))
 }
 
-/// Adds one job. `data` and `opts` are JSON text.
-#[napi(catch_unwind)]
+/// Adds one job. `data` and `opts` are JSON text. Answers the code of [`added_code`].
+#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
 pub fn add(
     env: &Env,
     h: u32,
@@ -46,28 +49,21 @@ pub fn add(
     data: String,
     opts: Option<String>,
     timestamp: f64,
-) -> napi::Result<f64> {
-    run(env, || add_one(h, name, data, opts, timestamp))
-}
-
-fn add_one(
-    h: u32,
-    name: String,
-    data: String,
-    opts: Option<String>,
-    timestamp: f64,
-) -> Result<f64> {
-    let parsed = options(opts.as_deref())?;
-    let timestamp = ms("timestamp", timestamp)?;
-    let custom = parsed.job_id.is_some();
-    let job = NewJob {
-        name,
-        data: data.into(),
-        opts: parsed,
-        opts_json: opts.map(Into::into),
-        timestamp,
-    };
-    with_queue(h, |e, q| added_code(e.add(q, job), custom))
+) -> napi::Result<Answer<'_, f64>> {
+    let (reply, custom) = run(env, || {
+        let parsed = options(opts.as_deref())?;
+        let timestamp = ms("timestamp", timestamp)?;
+        let custom = parsed.job_id.is_some();
+        let job = NewJob {
+            name,
+            data: data.into(),
+            opts: parsed,
+            opts_json: opts.map(Into::into),
+            timestamp,
+        };
+        Ok((with_queue(h, |b, q| b.add(q, job))?, custom))
+    })?;
+    answer(env, reply, move |a| added_code(a, custom))
 }
 
 #[derive(Deserialize)]
@@ -114,29 +110,38 @@ fn parse_bulk(jobs: &str, now: u64) -> Result<(Vec<NewJob>, Vec<bool>)> {
     Ok((batch, custom))
 }
 
-/// Adds many jobs under one lock (see [`parse_bulk`] for `jobs`); all are validated before any is
-/// added. Returns one code per job as for [`add`].
+fn codes(added: Vec<Added>, custom: Vec<bool>) -> Vec<f64> {
+    added
+        .into_iter()
+        .zip(custom)
+        .map(|(a, c)| added_code(a, c))
+        .collect()
+}
+
+/// Adds many jobs, all or none, in order (see [`parse_bulk`] for `jobs`); all are validated
+/// before any is added. Answers one code per job as for [`add`].
 ///
-/// The codes are copied into memory V8 owns: napi-rs 3.16's `Float64Array::new(vec)` never
+/// Codes at hand are copied into memory V8 owns: napi-rs 3.16's `Float64Array::new(vec)` never
 /// frees the `Vec` behind the external buffer (its finalizer drops a copy that skips the free),
 /// which leaked 8 bytes per added job.
-#[napi(catch_unwind)]
+#[napi(catch_unwind, ts_return_type = "Float64Array | Promise<Array<number>>")]
 pub fn add_bulk<'env>(
     env: &'env Env,
     h: u32,
     jobs: String,
     timestamp: f64,
-) -> napi::Result<Float64ArraySlice<'env>> {
-    let codes = run(env, || {
+) -> napi::Result<Either<Float64ArraySlice<'env>, PromiseRaw<'env, Vec<f64>>>> {
+    let (reply, custom) = run(env, || {
         let (batch, custom) = parse_bulk(&jobs, ms("timestamp", timestamp)?)?;
-        let added = with_queue(h, |e, q| e.add_bulk(q, batch))?;
-        Ok(added
-            .into_iter()
-            .zip(custom)
-            .map(|(a, c)| added_code(a, c))
-            .collect::<Vec<f64>>())
+        Ok((with_queue(h, |b, q| b.add_bulk(q, batch))?, custom))
     })?;
-    Float64ArraySlice::copy_from(env, codes)
+    match reply {
+        Reply::Now(r) => {
+            let added = run(env, || r)?;
+            Float64ArraySlice::copy_from(env, codes(added, custom)).map(Either::A)
+        }
+        Reply::Later(p) => settle(env, async move { Ok(codes(p.await?, custom)) }).map(Either::B),
+    }
 }
 
 /// Validates a batch as [`add_bulk`] would, without adding anything (a slice of a large
@@ -147,19 +152,24 @@ pub fn check_bulk(env: &Env, jobs: String) -> napi::Result<()> {
 }
 
 /// A job's JSON record, or `null`.
-#[napi(catch_unwind)]
-pub fn get_job(env: &Env, h: u32, id: String) -> napi::Result<Option<String>> {
-    run(env, || with_queue(h, |e, q| e.job_json(q, &id)))
+#[napi(
+    catch_unwind,
+    ts_return_type = "string | null | Promise<string | null>"
+)]
+pub fn get_job(env: &Env, h: u32, id: String) -> napi::Result<Answer<'_, Option<String>>> {
+    let reply = run(env, || with_queue(h, |b, q| b.job(q, &id)))?;
+    answer(env, reply, |j| j)
 }
 
 /// A job's state name (`unknown` when absent).
-#[napi(catch_unwind)]
-pub fn get_state(env: &Env, h: u32, id: String) -> napi::Result<String> {
-    run(env, || with_queue(h, |e, q| e.state(q, &id).to_string()))
+#[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
+pub fn get_state(env: &Env, h: u32, id: String) -> napi::Result<Answer<'_, &'static str>> {
+    let reply = run(env, || with_queue(h, |b, q| b.state(q, &id)))?;
+    answer(env, reply, |s| s.map_or("unknown", |s| s.as_str()))
 }
 
 /// A JSON array of job records in the given states, paged.
-#[napi(catch_unwind)]
+#[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
 pub fn get_jobs(
     env: &Env,
     h: u32,
@@ -167,72 +177,101 @@ pub fn get_jobs(
     start: i64,
     end: i64,
     asc: bool,
-) -> napi::Result<JsString<'_>> {
-    let text = run(env, || {
-        with_queue(h, |e, q| e.jobs_json(q, &types, start, end, asc))?
+) -> napi::Result<Either<JsString<'_>, PromiseRaw<'_, String>>> {
+    let reply = run(env, || {
+        let states = parse_states("types", &types)?;
+        with_queue(h, |b, q| b.jobs(q, states, Page { start, end, asc }))
     })?;
-    js_text(env, &text)
+    match reply {
+        Reply::Now(r) => js_text(env, &run(env, || r)?).map(Either::A),
+        Reply::Later(p) => settle(env, p).map(Either::B),
+    }
 }
 
 /// Counts per state as a JSON object; all states when `types` is empty.
-#[napi(catch_unwind)]
-pub fn get_counts(env: &Env, h: u32, types: Vec<String>) -> napi::Result<String> {
-    let counts = run(env, || with_queue(h, |e, q| e.counts(q, &types))?)?;
-    let map: serde_json::Map<String, serde_json::Value> = counts
-        .into_iter()
-        .map(|(k, v)| (k, serde_json::Value::from(v)))
-        .collect();
-    Ok(serde_json::Value::Object(map).to_string())
+#[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
+pub fn get_counts(env: &Env, h: u32, types: Vec<String>) -> napi::Result<Answer<'_, String>> {
+    let names: Vec<String> = if types.is_empty() {
+        ferroqueue_engine::domain::queue_read::StateFilter::ALL
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        types
+    };
+    let reply = run(env, || {
+        let states = parse_states("types", &names)?;
+        with_queue(h, |b, q| b.counts(q, states))
+    })?;
+    answer(env, reply, move |counts| {
+        let map: serde_json::Map<String, serde_json::Value> = names
+            .into_iter()
+            .zip(counts)
+            .map(|(k, v)| (k, serde_json::Value::from(v)))
+            .collect();
+        serde_json::Value::Object(map).to_string()
+    })
 }
 
 /// Waiting + prioritized + delayed.
-#[napi(catch_unwind)]
-pub fn count(env: &Env, h: u32) -> napi::Result<f64> {
-    run(env, || with_queue(h, |e, q| e.count(q) as f64))
+#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
+pub fn count(env: &Env, h: u32) -> napi::Result<Answer<'_, f64>> {
+    let reply = run(env, || with_queue(h, |b, q| b.count(q)))?;
+    answer(env, reply, |n| n as f64)
 }
 
 /// Pauses the queue.
-#[napi(catch_unwind)]
-pub fn pause(env: &Env, h: u32) -> napi::Result<()> {
-    run(env, || with_queue(h, |e, q| e.pause(q)))
+#[napi(catch_unwind, ts_return_type = "void | Promise<void>")]
+pub fn pause(env: &Env, h: u32) -> napi::Result<Answer<'_, ()>> {
+    let reply = run(env, || with_queue(h, |b, q| b.pause(q)))?;
+    answer(env, reply, |()| ())
 }
 
 /// Resumes the queue.
-#[napi(catch_unwind)]
-pub fn resume(env: &Env, h: u32) -> napi::Result<()> {
-    run(env, || with_queue(h, |e, q| e.resume(q)))
+#[napi(catch_unwind, ts_return_type = "void | Promise<void>")]
+pub fn resume(env: &Env, h: u32) -> napi::Result<Answer<'_, ()>> {
+    let reply = run(env, || with_queue(h, |b, q| b.resume(q)))?;
+    answer(env, reply, |()| ())
 }
 
 /// Whether the queue is paused.
-#[napi(catch_unwind)]
-pub fn is_paused(env: &Env, h: u32) -> napi::Result<bool> {
-    run(env, || with_queue(h, |e, q| e.is_paused(q)))
+#[napi(catch_unwind, ts_return_type = "boolean | Promise<boolean>")]
+pub fn is_paused(env: &Env, h: u32) -> napi::Result<Answer<'_, bool>> {
+    let reply = run(env, || with_queue(h, |b, q| b.is_paused(q)))?;
+    answer(env, reply, |p| p)
 }
 
-/// Removes waiting/prioritized (and delayed) jobs; returns how many.
-#[napi(catch_unwind)]
-pub fn drain(env: &Env, h: u32, delayed: bool) -> napi::Result<f64> {
-    run(env, || with_queue(h, |e, q| e.drain(q, delayed) as f64))
+/// Removes waiting/prioritized (and delayed) jobs; answers how many.
+#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
+pub fn drain(env: &Env, h: u32, delayed: bool) -> napi::Result<Answer<'_, f64>> {
+    let reply = run(env, || with_queue(h, |b, q| b.drain(q, delayed)))?;
+    answer(env, reply, |n| n as f64)
 }
 
-/// Removes jobs of `state` older than `grace` ms, at most `limit` (0: all); returns their ids.
-#[napi(catch_unwind)]
+/// Removes jobs of `state` older than `grace` ms, at most `limit` (0: all); answers their ids.
+#[napi(
+    catch_unwind,
+    ts_return_type = "Array<string> | Promise<Array<string>>"
+)]
 pub fn clean(
     env: &Env,
     h: u32,
     grace: f64,
     limit: f64,
     state: String,
-) -> napi::Result<Vec<String>> {
-    run(env, || {
+) -> napi::Result<Answer<'_, Vec<String>>> {
+    let reply = run(env, || {
         let grace = ms("grace", grace)?;
         let limit = count_arg("limit", limit)?;
-        with_queue(h, |e, q| e.clean(q, grace, limit, &state))?
-    })
+        let state = parse_states("type", std::slice::from_ref(&state))?[0];
+        with_queue(h, |b, q| b.clean(q, grace, limit, state))
+    })?;
+    answer(env, reply, |ids| ids)
 }
 
 /// Removes everything of the queue.
-#[napi(catch_unwind)]
-pub fn obliterate(env: &Env, h: u32, force: bool) -> napi::Result<()> {
-    run(env, || with_queue(h, |e, q| e.obliterate(q, force))?)
+#[napi(catch_unwind, ts_return_type = "void | Promise<void>")]
+pub fn obliterate(env: &Env, h: u32, force: bool) -> napi::Result<Answer<'_, ()>> {
+    let reply = run(env, || with_queue(h, |b, q| b.obliterate(q, force)))?;
+    answer(env, reply, |()| ())
 }

@@ -1,13 +1,14 @@
-//! Engines and queue handles. Engine 0 is the process-wide in-memory engine; durable engines are
-//! keyed by their resolved file path, so every object of a process on the same file shares one
-//! engine. Handle `h` indexes a table of (engine, queue) pairs; the same (engine, name) always
-//! gets the same handle, so the table is bounded by distinct queue names.
+//! Backends and queue handles. Backend 0 is the process-wide in-memory engine; durable engines
+//! are keyed by their resolved file path, so every object of a process on the same file shares
+//! one. Handle `h` indexes a table of (backend, queue) pairs; the same (backend, name) always gets
+//! the same handle, so the table is bounded by distinct queue names. Past opening, the binding
+//! sees a backend only as `dyn Backend`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use ferroqueue_engine::{Engine, EngineConfig, EngineError, QueueRef};
+use ferroqueue_engine::{Backend, Engine, EngineConfig, EngineError, QueueRef};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
@@ -18,14 +19,47 @@ use crate::errors::{range, run, settle};
 /// What registry calls answer: engine errors, made JS errors by the call that exposes them.
 type Result<T> = std::result::Result<T, EngineError>;
 
+/// A backend as the binding holds it.
+pub type Shared = Arc<dyn Backend>;
+
+/// The end of a close, for an open of the same file to wait for.
+#[derive(Default)]
+struct Done {
+    done: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Done {
+    fn set(&self) {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait(&self) {
+        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        while !*d {
+            d = self.cv.wait(d).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Whether two handles are the same backend.
+fn same(a: &Shared, b: &Shared) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
 /// Closed engines and their queue handles become `None`, so that nothing keeps a closed engine's
 /// memory alive; calls through their handles fail with ERR_QUEUE_CLOSED.
 struct Registry {
-    engines: Vec<Option<Engine>>,
+    engines: Vec<Option<Shared>>,
     by_path: HashMap<PathBuf, u32>,
-    /// Engines whose close is under way, by path (removed by the next open of that path).
-    closing: HashMap<PathBuf, Engine>,
-    queues: Vec<Option<(u32, Engine, QueueRef)>>,
+    /// Engines whose close is under way, by path, with the signal of its end.
+    closing: HashMap<PathBuf, (Shared, Arc<Done>)>,
+    queues: Vec<Option<(u32, Shared, QueueRef)>>,
 }
 
 fn registry() -> &'static RwLock<Registry> {
@@ -77,30 +111,61 @@ pub fn open_engine(
 }
 
 fn open(path: Option<String>, fsync: bool, finished_in_memory: Option<u32>) -> Result<u32> {
-    let mut r = registry().write();
+    let resolved = match &path {
+        Some(p) => Some(resolve(p)?),
+        None => None,
+    };
+    loop {
+        let mut r = registry().write();
+        let done = resolved
+            .as_ref()
+            .and_then(|p| r.closing.get(p))
+            .map(|(_, d)| d.clone());
+        match done {
+            Some(d) if d.is_set() => {
+                if let Some(p) = &resolved {
+                    r.closing.remove(p);
+                }
+            }
+            Some(d) => {
+                // Its last user let go a moment ago and the close is still flushing: wait for it
+                // (it holds the file) rather than fail with ERR_STORAGE_LOCKED. Brief, and only
+                // then; the registry is not held meanwhile, the close needs it.
+                drop(r);
+                d.wait();
+                continue;
+            }
+            None => {}
+        }
+        return open_locked(&mut r, resolved, fsync, finished_in_memory);
+    }
+}
+
+fn open_locked(
+    r: &mut Registry,
+    resolved: Option<PathBuf>,
+    fsync: bool,
+    finished_in_memory: Option<u32>,
+) -> Result<u32> {
     if r.engines.is_empty() {
-        let engine = Engine::new(EngineConfig::default())?;
+        let engine: Shared = Arc::new(Engine::new(EngineConfig::default())?);
         r.engines.push(Some(engine));
     }
-    let Some(path) = path else { return Ok(0) };
-    let resolved = resolve(&path)?;
+    let Some(resolved) = resolved else {
+        return Ok(0);
+    };
     if let Some(&id) = r.by_path.get(&resolved) {
         if let (true, Some(Some(e))) = (fsync, r.engines.get(id as usize)) {
             e.require_fsync();
         }
         return Ok(id);
     }
-    if let Some(old) = r.closing.remove(&resolved) {
-        // Its last user let go a moment ago and the close is still flushing: wait for it (it
-        // holds the file) rather than fail with ERR_STORAGE_LOCKED. Brief, and only then.
-        old.close();
-    }
-    let engine = Engine::new(EngineConfig {
+    let engine: Shared = Arc::new(Engine::new(EngineConfig {
         path: Some(resolved.clone()),
         sync_full: fsync,
         finished_in_memory: finished_in_memory.map(|n| n.max(1) as usize),
         ..EngineConfig::default()
-    })?;
+    })?);
     let id = r.engines.len() as u32;
     r.engines.push(Some(engine));
     r.by_path.insert(resolved, id);
@@ -120,16 +185,17 @@ pub fn detach_engine(id: u32) -> napi::Result<()> {
 
 impl Registry {
     /// Moves engine `id`'s paths from the open map to the closing one.
-    fn detach(&mut self, id: u32, e: &Engine) {
+    fn detach(&mut self, id: u32, e: &Shared) {
         let paths: Vec<PathBuf> = self
             .by_path
             .iter()
             .filter(|(_, v)| **v == id)
             .map(|(p, _)| p.clone())
             .collect();
+        let done = Arc::new(Done::default());
         for p in paths {
             self.by_path.remove(&p);
-            self.closing.insert(p, e.clone());
+            self.closing.insert(p, (e.clone(), done.clone()));
         }
     }
 }
@@ -159,18 +225,15 @@ async fn close(id: u32) -> Result<()> {
         }
         e
     };
-    let closed = e.clone();
-    let failure = tokio::task::spawn_blocking(move || {
-        e.close();
-        e.storage_failure()
-    })
-    .await
-    .map_err(|e| EngineError::Internal(e.to_string()))?;
-    registry().write().closing.retain(|_, c| !c.same(&closed));
-    match failure {
-        Some(f) => Err(f),
-        None => Ok(()),
+    let closed = e.close().await;
+    let mut r = registry().write();
+    for (c, done) in r.closing.values() {
+        if same(c, &e) {
+            done.set();
+        }
     }
+    r.closing.retain(|_, (c, _)| !same(c, &e));
+    closed
 }
 
 /// Resolves (engine, prefix, queue name) to a handle, validating both.
@@ -189,7 +252,7 @@ fn queue_handle(engine: u32, name: &str, prefix: Option<&str>) -> Result<u32> {
     let Some(Some(e)) = r.engines.get(engine as usize).cloned() else {
         return Err(range("engine", format!("{engine} is not an open engine")));
     };
-    let q = e.queue_ref_in(prefix, name)?;
+    let q = e.queue(prefix, name)?;
     let found = r.queues.iter().position(|slot| {
         slot.as_ref()
             .is_some_and(|(id, _, qr)| *id == engine && qr == &q)
@@ -201,23 +264,18 @@ fn queue_handle(engine: u32, name: &str, prefix: Option<&str>) -> Result<u32> {
     Ok((r.queues.len() - 1) as u32)
 }
 
-/// Runs `f` with the engine and queue of handle `h`.
-pub fn with_queue<R>(h: u32, f: impl FnOnce(&Engine, &QueueRef) -> R) -> Result<R> {
+/// Runs `f` with the backend and queue of handle `h`.
+pub fn with_queue<R>(h: u32, f: impl FnOnce(&dyn Backend, &QueueRef) -> R) -> Result<R> {
     let r = registry().read();
     match r.queues.get(h as usize) {
-        Some(Some((_, e, q))) if !e.is_closed() => Ok(f(e, q)),
+        Some(Some((_, e, q))) if !e.is_closed() => Ok(f(e.as_ref(), q)),
         Some(_) => Err(EngineError::QueueClosed(format!("(handle {h})"))),
         None => Err(range("queue", format!("handle {h} is not an open queue"))),
     }
 }
 
-/// Clones the engine and queue of handle `h` (for async calls).
-pub fn queue_owned(h: u32) -> Result<(Engine, QueueRef)> {
-    with_queue(h, |e, q| (e.clone(), q.clone()))
-}
-
-/// The engine with id `id`.
-pub fn engine(id: u32) -> Result<Engine> {
+/// The backend with id `id`.
+pub fn engine(id: u32) -> Result<Shared> {
     match registry().read().engines.get(id as usize) {
         Some(Some(e)) => Ok(e.clone()),
         Some(None) => Err(EngineError::QueueClosed(format!("(engine {id})"))),

@@ -4,15 +4,16 @@
 use std::time::Duration;
 
 use ferroqueue_engine::domain::options::{parse_keep, RawKeep};
-use ferroqueue_engine::{Ack, AckResult, EngineError, Outcome};
-use napi::bindgen_prelude::PromiseRaw;
+use ferroqueue_engine::{Ack, AckResult, EngineError, Outcome, Reply};
+use napi::bindgen_prelude::{Either, PromiseRaw};
 use napi::{Env, JsString};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::errors::{ms, run, settle};
-use crate::registry::{queue_owned, with_queue};
+use crate::registry::with_queue;
+use crate::reply::{answer, Answer};
 use crate::text::js_text;
 
 /// Waits up to `timeout_ms` for ready jobs; resolves with a JSON array of up to `max` activated
@@ -25,24 +26,31 @@ pub fn pull(
     max: u32,
     timeout_ms: u32,
 ) -> napi::Result<PromiseRaw<'_, String>> {
-    let (engine, q) = run(env, || queue_owned(h))?;
-    settle(env, async move {
-        let timeout = Duration::from_millis(timeout_ms as u64);
-        Ok(engine.pull(&q, puller, max as usize, timeout).await.1)
-    })
+    let timeout = Duration::from_millis(timeout_ms as u64);
+    let pending = run(env, || {
+        with_queue(h, |b, q| b.pull(q, puller, max as usize, timeout))
+    })?;
+    settle(env, pending)
 }
 
 /// Activates up to `max` ready jobs now, without waiting: a JSON array, maybe empty.
-#[napi(catch_unwind)]
-pub fn try_pull(env: &Env, h: u32, max: u32) -> napi::Result<JsString<'_>> {
-    let text = run(env, || with_queue(h, |e, q| e.take(q, max as usize).1))?;
-    js_text(env, &text)
+#[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
+pub fn try_pull(
+    env: &Env,
+    h: u32,
+    max: u32,
+) -> napi::Result<Either<JsString<'_>, PromiseRaw<'_, String>>> {
+    let reply = run(env, || with_queue(h, |b, q| b.take(q, max as usize)))?;
+    match reply {
+        Reply::Now(r) => js_text(env, &run(env, || r)?).map(Either::A),
+        Reply::Later(p) => settle(env, p).map(Either::B),
+    }
 }
 
 /// Resolves every pending pull of `puller` on the queue with an empty array.
 #[napi(catch_unwind)]
 pub fn cancel_pulls(env: &Env, h: u32, puller: u32) -> napi::Result<()> {
-    run(env, || with_queue(h, |e, q| e.cancel_pulls(q, puller)))
+    run(env, || with_queue(h, |b, q| b.cancel_pulls(q, puller))?)
 }
 
 /// What an ack did, per ack.
@@ -82,12 +90,27 @@ struct WireAck<'a> {
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
 /// unrecoverable?, delay?, keep?}` or `{id, token, release: true}`. Returns one [`AckOutcome`]
 /// per ack, in order.
-#[napi(catch_unwind)]
-pub fn ack(env: &Env, h: u32, acks: String) -> napi::Result<Vec<AckOutcome>> {
-    run(env, || ack_all(h, &acks))
+#[napi(
+    catch_unwind,
+    ts_return_type = "Array<AckOutcome> | Promise<Array<AckOutcome>>"
+)]
+pub fn ack(env: &Env, h: u32, acks: String) -> napi::Result<Answer<'_, Vec<AckOutcome>>> {
+    let reply = run(env, || ack_all(h, &acks))?;
+    answer(env, reply, |results| {
+        results
+            .into_iter()
+            .map(|r| match r {
+                AckResult::Completed => AckOutcome::Completed,
+                AckResult::Retrying { .. } => AckOutcome::Retrying,
+                AckResult::Failed => AckOutcome::Failed,
+                AckResult::Stale => AckOutcome::Stale,
+                AckResult::Released => AckOutcome::Released,
+            })
+            .collect()
+    })
 }
 
-fn ack_all(h: u32, acks: &str) -> Result<Vec<AckOutcome>, EngineError> {
+fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
     let wire: Vec<WireAck> = serde_json::from_str(acks)
         .map_err(|e| EngineError::type_error("acks", format!("are malformed: {e}")))?;
     let mut batch = Vec::with_capacity(wire.len());
@@ -122,15 +145,5 @@ fn ack_all(h: u32, acks: &str) -> Result<Vec<AckOutcome>, EngineError> {
             keep,
         });
     }
-    let results = with_queue(h, |e, q| e.ack_many(q, batch))?;
-    Ok(results
-        .into_iter()
-        .map(|r| match r {
-            AckResult::Completed => AckOutcome::Completed,
-            AckResult::Retrying { .. } => AckOutcome::Retrying,
-            AckResult::Failed => AckOutcome::Failed,
-            AckResult::Stale => AckOutcome::Stale,
-            AckResult::Released => AckOutcome::Released,
-        })
-        .collect())
+    with_queue(h, |b, q| b.ack(q, batch))
 }

@@ -9,18 +9,22 @@
 //!   the domain's recorded changes.
 //! - [`application`]: the [`Engine`]: shards behind locks, async pulls, the delayed-job timer,
 //!   the event hub that fans transitions out to listeners, and the storage of a durable engine.
+//! - [`backend`]: the [`Backend`] trait, every operation the binding needs; the engine is its
+//!   first implementation (`application/embedded.rs`).
 //!
 //! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
 //! parses them.
 
 pub mod application;
+pub mod backend;
 pub mod clock;
 pub mod domain;
 pub mod error;
 pub mod storage;
 pub mod structures;
 
-pub use application::engine::{Ack, Engine, EngineConfig, QueueRef};
+pub use application::engine::{Ack, Engine, EngineConfig};
+pub use backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
 pub use clock::{Clock, MockClock, SystemClock};
 pub use domain::event::{Event, EventKind};
 pub use domain::job::{JobId, JobState};

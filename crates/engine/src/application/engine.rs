@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::events::{EventHub, Notifier};
 use super::timer::Timer;
+use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::{write_events_json, Event};
 use crate::domain::job::{JobKey, JobState};
@@ -108,20 +109,6 @@ fn check_name_part(option: &str, what: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
-/// A handle on one queue of an engine: its name and shard, resolved once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueRef {
-    name: Arc<str>,
-    shard: usize,
-}
-
-impl QueueRef {
-    /// The queue's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
 /// One acknowledgement of an activation.
 #[derive(Debug, Clone)]
 pub struct Ack {
@@ -144,10 +131,15 @@ pub(super) struct Inner {
     pub(super) storage: Option<Storage>,
     commit_notifier: RwLock<Option<Notifier>>,
     commit_scheduled: AtomicBool,
+    /// Wakes waits for a commit ([`Engine::commit_of`]) after each commit, failure or close.
+    commits: tokio::sync::watch::Sender<u64>,
+    /// This engine among the process's engines, for commit tickets (see `tickets.rs`).
+    pub(super) serial: u64,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        super::tickets::retire(self.serial);
         self.timer.stop();
         if let Some(s) = &self.storage {
             s.close();
@@ -216,6 +208,8 @@ impl Engine {
             storage,
             commit_notifier: RwLock::new(None),
             commit_scheduled: AtomicBool::new(false),
+            commits: tokio::sync::watch::Sender::new(0),
+            serial: super::tickets::next_serial(),
         });
         if let Some(s) = &inner.storage {
             let weak: Weak<Inner> = Arc::downgrade(&inner);
@@ -267,43 +261,80 @@ impl Engine {
     /// empty prefix, one longer than 255 bytes or containing a control character.
     pub fn queue_ref_in(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
         let qualified = qualified_name(prefix, name)?;
-        Ok(QueueRef {
-            shard: fnv1a(qualified.as_bytes()) as usize & self.inner.mask,
-            name: Arc::from(qualified),
-        })
+        let shard = fnv1a(qualified.as_bytes()) as usize & self.inner.mask;
+        Ok(QueueRef::new(Arc::from(qualified), shard))
     }
 
     /// Runs `f` on a queue under its shard lock, then publishes events and schedules the timer.
+    /// The change's commit ticket becomes the calling thread's latest ([`Engine::ticket`]).
     pub(super) fn with<R>(
         &self,
         q: &QueueRef,
         f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R,
     ) -> R {
+        self.with_seq(q, f).0
+    }
+
+    /// Like [`Engine::with`], answering the change's commit ticket too.
+    pub(super) fn with_seq<R>(
+        &self,
+        q: &QueueRef,
+        f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R,
+    ) -> (R, u64) {
         let mut fx = Effects::default();
         let now = self.now();
-        let (r, seq) = {
-            let mut shard = self.inner.shards[q.shard].lock();
-            let mut ops = Vec::new();
-            let r = shard.with_queue(&q.name, |qs| {
-                let r = f(qs, now, &mut fx);
-                qs.take_storage_ops(&mut ops);
-                qs.evict_overflow();
-                r
-            });
-            // Submitted, and events handed to the hub, under the shard lock: storage and
-            // listeners see a queue's changes in the order they were made.
-            let seq = self.inner.submit(&mut ops);
-            self.inner.after(fx, seq);
-            (r, seq)
-        };
-        let _ = seq;
-        r
+        let mut shard = self.inner.shards[q.slot()].lock();
+        let mut ops = Vec::new();
+        let r = shard.with_queue(q.name_arc(), |qs| {
+            let r = f(qs, now, &mut fx);
+            qs.take_storage_ops(&mut ops);
+            qs.evict_overflow();
+            r
+        });
+        // Submitted, and events handed to the hub, under the shard lock: storage and listeners
+        // see a queue's changes in the order they were made.
+        let seq = self.inner.submit(&mut ops);
+        self.inner.after(fx, seq);
+        drop(shard);
+        if seq > 0 {
+            super::tickets::note(self.inner.serial, seq);
+        }
+        (r, seq)
     }
 
     /// Runs `f` on a queue for reading; `None` if the queue was never used.
     pub(super) fn read<R>(&self, q: &QueueRef, f: impl FnOnce(&QueueState) -> R) -> Option<R> {
-        let shard = self.inner.shards[q.shard].lock();
-        shard.queue(&q.name).map(f)
+        let shard = self.inner.shards[q.slot()].lock();
+        shard.queue(q.name()).map(f)
+    }
+
+    /// The commit ticket of the latest change this thread made on this engine (0 in memory).
+    pub fn ticket(&self) -> u64 {
+        super::tickets::latest(self.inner.serial)
+    }
+
+    /// Resolves once everything up to `seq` is committed; fails with the storage failure that
+    /// stopped writes first. Woken by commits, never polling.
+    pub async fn commit_of(&self, seq: u64) -> Result<()> {
+        let Some(s) = &self.inner.storage else {
+            return Ok(());
+        };
+        // Subscribed before the first test: a commit after it wakes the loop.
+        let mut rx = self.inner.commits.subscribe();
+        loop {
+            if let Some(e) = s.failure() {
+                return Err(e);
+            }
+            if s.committed() >= seq {
+                return Ok(());
+            }
+            if self.is_closed() && s.is_stopped() {
+                return Err(EngineError::QueueClosed(s.path().display().to_string()));
+            }
+            if rx.changed().await.is_err() {
+                return Err(EngineError::Internal("the engine went away".into()));
+            }
+        }
     }
 
     /// Adds one job. O(log n).
@@ -379,8 +410,8 @@ impl Engine {
     /// Wakes every pending pull of `puller` on a queue with an empty result; if none is pending
     /// yet, the next one resolves empty at once. A cancelled puller id should not be reused.
     pub fn cancel_pulls(&self, q: &QueueRef, puller: u32) {
-        let mut shard = self.inner.shards[q.shard].lock();
-        shard.with_queue(&q.name, |qs| qs.waiters.cancel(puller));
+        let mut shard = self.inner.shards[q.slot()].lock();
+        shard.with_queue(q.name_arc(), |qs| qs.waiters.cancel(puller));
     }
 
     /// Finishes activations in one lock. Results are in input order.
@@ -437,6 +468,7 @@ impl Engine {
         if let Some(s) = &self.inner.storage {
             s.close();
         }
+        self.inner.commits.send_modify(|_| {});
     }
 
     /// Whether two handles are the same engine.
@@ -495,8 +527,8 @@ impl Engine {
 
     /// Takes the ids of jobs found active at recovery (reported once as `stalled`).
     pub fn take_stalled(&self, q: &QueueRef) -> Vec<String> {
-        let mut shard = self.inner.shards[q.shard].lock();
-        shard.with_queue(&q.name, |qs| std::mem::take(&mut qs.stalled))
+        let mut shard = self.inner.shards[q.slot()].lock();
+        shard.with_queue(q.name_arc(), |qs| std::mem::take(&mut qs.stalled))
     }
 
     /// Key of a job by id, for tests and callers that cache keys.
@@ -552,6 +584,7 @@ impl Inner {
             Some(_) => self.hub.discard_held(),
             None => self.hub.release(seq),
         }
+        self.commits.send_replace(seq);
         self.notify_commit();
     }
 
@@ -573,7 +606,7 @@ impl Inner {
             let mut fx = Effects::default();
             let now = self.clock.now_ms();
             let mut ops = Vec::new();
-            let (n, seq) = {
+            let n = {
                 let mut guard = shard.lock();
                 let n = guard.each_delayed(|q| {
                     q.promote_due(now, &mut fx);
@@ -581,9 +614,8 @@ impl Inner {
                 });
                 let seq = self.submit(&mut ops);
                 self.hub.publish_at(std::mem::take(&mut fx.events), seq);
-                (n, seq)
+                n
             };
-            let _ = seq;
             if let Some(n) = n {
                 next = Some(next.map_or(n, |m| m.min(n)));
             }

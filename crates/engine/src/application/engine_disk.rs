@@ -1,10 +1,12 @@
-//! Reads and changes of evicted jobs (finished jobs of durable queues that only the file holds).
-//! The reads are blocking (SQLite): the binding runs them off the JS thread, after waiting for
-//! the commit of everything submitted before, so the file is as current as memory.
+//! Reads and changes of evicted jobs (finished jobs of durable queues that only the file holds),
+//! for the routing in `embedded.rs`. Reads wait (by commit ticket, woken by commits) until
+//! everything submitted before them is committed, so the file is as current as memory, then run
+//! on a blocking thread of the caller's runtime.
 
 use tokio::sync::oneshot;
 
-use super::engine::{Engine, QueueRef};
+use super::engine::Engine;
+use crate::backend::QueueRef;
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::persist::{JobRow, StorageOp};
 use crate::domain::queue_read::{page_bounds, StateFilter};
@@ -38,6 +40,19 @@ impl Engine {
         self.read(q, |qs| qs.evicted_key(id)).flatten()
     }
 
+    /// Runs the blocking read `f` on a blocking thread once everything submitted so far is
+    /// committed.
+    pub(super) async fn read_file<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Engine) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.commit_of(self.submitted()).await?;
+        let e = self.clone();
+        tokio::task::spawn_blocking(move || f(&e))
+            .await
+            .map_err(|e| EngineError::Internal(format!("a file read did not finish: {e}")))?
+    }
+
     /// Reads a stored job row. Blocking.
     pub fn disk_row(&self, q: &QueueRef, key: JobKey) -> Result<Option<JobRow>> {
         let name = q.name().to_string();
@@ -51,11 +66,6 @@ impl Engine {
                 None => Ok(None),
             }
         })
-    }
-
-    /// The JSON record of a stored job. Blocking.
-    pub fn disk_job_json(&self, q: &QueueRef, key: JobKey) -> Result<Option<String>> {
-        Ok(self.disk_row(q, key)?.map(row_json))
     }
 
     /// A page of a stored job's logs and their total. Blocking.
@@ -87,12 +97,11 @@ impl Engine {
     pub fn jobs_json_with_disk(
         &self,
         q: &QueueRef,
-        states: &[String],
+        filters: &[StateFilter],
         start: i64,
         end: i64,
         asc: bool,
     ) -> Result<String> {
-        let filters = super::engine_ops::parse_states("types", states)?;
         let sizes: Vec<usize> = filters
             .iter()
             .map(|f| self.read(q, |qs| qs.count_of(*f)).unwrap_or(0))
@@ -134,13 +143,11 @@ impl Engine {
                     })?
                 }
                 other => {
-                    let text = self.jobs_json(
-                        q,
-                        &[state_name(*other).to_string()],
-                        offset as i64,
-                        (offset + count - 1) as i64,
-                        asc,
-                    )?;
+                    let text = self
+                        .read(q, |qs| {
+                            qs.jobs_json(&[*other], offset as i64, (offset + count - 1) as i64, asc)
+                        })
+                        .unwrap_or_else(|| "[]".into());
                     split_records(&text)?
                 }
             };
@@ -156,48 +163,26 @@ impl Engine {
         Ok(out)
     }
 
-    /// Brings an evicted job back into memory so it can be changed. Blocking.
-    ///
-    /// The row is read outside the shard lock, so a deletion of evicted rows could slip between
-    /// the read and the revival and leave memory with a job the file no longer has. To exclude
-    /// that: note the queue's deletion epoch, wait until everything submitted so far (every
-    /// deletion queued before) is committed, read, and revive only if no deletion was queued
-    /// meanwhile; else try again.
-    pub fn revive(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
-        for _ in 0..64 {
-            let epoch = self.read(q, |qs| qs.evicted_epoch()).unwrap_or(0);
-            self.wait_committed(self.submitted())?;
-            let Some(row) = self.disk_row(q, key)? else {
-                return Ok(false);
-            };
-            let revived = self.with(q, |qs, _, _| {
-                (qs.evicted_epoch() == epoch).then(|| qs.revive(row))
-            });
-            if let Some(done) = revived {
-                return Ok(done);
+    /// Brings an evicted job back into memory so it can be changed; resolves whether it is in
+    /// memory now (false: the file has no such finished job, or it was removed meanwhile). The
+    /// writer claims the row in order with every other write (see [`StorageOp::Revive`]), so no
+    /// deletion can slip between reading it and taking it in.
+    pub async fn revive(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
+        let (tx, rx) = oneshot::channel();
+        let queued = self.with(q, |qs, _, _| {
+            if qs.has_job(key) {
+                Some(true)
+            } else {
+                qs.begin_revive(key, tx).then_some(false)
             }
-        }
-        Err(EngineError::Internal(
-            "reviving a job kept racing with deletions".into(),
-        ))
-    }
-
-    /// Blocks until everything up to `seq` is committed (or storage failed). Blocking.
-    pub fn wait_committed(&self, seq: u64) -> Result<()> {
-        let start = std::time::Instant::now();
-        loop {
-            if let Some(e) = self.storage_failure() {
-                return Err(e);
+        });
+        match queued {
+            Some(true) => Ok(true),
+            None => Ok(false),
+            Some(false) => {
+                let row = self.replied(rx).await?;
+                Ok(self.with(q, |qs, _, _| qs.finish_revive(key, row)))
             }
-            if self.committed() >= seq || self.is_closed() {
-                return Ok(());
-            }
-            if start.elapsed() > std::time::Duration::from_secs(60) {
-                return Err(EngineError::Internal(
-                    "waited over a minute for a commit".into(),
-                ));
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
 
@@ -205,13 +190,9 @@ impl Engine {
     pub async fn remove_evicted(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
         let (tx, rx) = oneshot::channel();
         self.with(q, |qs, _, _| {
-            qs.push_disk_op(StorageOp::DeleteEvicted {
-                queue: qs.name.clone(),
-                key,
-                reply: Some(tx),
-            })
+            qs.push_disk_op(delete_evicted(qs.name.clone(), key, tx))
         });
-        self.deleted_ids(rx).await.map(|ids| !ids.is_empty())
+        self.replied(rx).await.map(|ids| !ids.is_empty())
     }
 
     /// `clean` of a finished state over disk and memory: evicted rows first (they are the
@@ -221,52 +202,43 @@ impl Engine {
         q: &QueueRef,
         grace: u64,
         limit: usize,
-        state: &str,
+        state: JobState,
     ) -> Result<Vec<String>> {
-        let filter = super::engine_ops::parse_states("type", &[state.to_string()])?[0];
-        let StateFilter::State(s @ (JobState::Completed | JobState::Failed)) = filter else {
-            return self.clean(q, grace, limit, state);
-        };
-        if limit == 0 {
-            // Disk and memory in one step: no job can move between them in between.
-            let (tx, rx) = oneshot::channel();
-            let mem = self.with(q, |qs, now, fx| {
-                qs.push_disk_op(StorageOp::DropEvicted {
-                    queue: qs.name.clone(),
-                    state: s,
-                    finished_before: now.saturating_sub(grace),
-                    below_seq: qs.oldest_in_memory(s),
-                    limit: 0,
-                    reply: Some(tx),
-                });
-                qs.clean(grace, 0, filter, now, fx)
-            });
-            let mut ids = self.deleted_ids(rx).await?;
-            ids.extend(mem);
-            return Ok(ids);
-        }
+        let filter = StateFilter::State(state);
         let (tx, rx) = oneshot::channel();
-        self.with(q, |qs, now, _| {
+        let drop_evicted = |qs: &mut crate::domain::queue::QueueState, now: u64, tx| {
             qs.push_disk_op(StorageOp::DropEvicted {
                 queue: qs.name.clone(),
-                state: s,
+                state,
                 finished_before: now.saturating_sub(grace),
-                below_seq: qs.oldest_in_memory(s),
+                below_seq: qs.oldest_in_memory(state),
                 limit: limit as u64,
                 reply: Some(tx),
             })
-        });
-        let mut ids = self.deleted_ids(rx).await?;
+        };
+        if limit == 0 {
+            // Disk and memory in one step: no job can move between them in between.
+            let mem = self.with(q, |qs, now, fx| {
+                drop_evicted(qs, now, tx);
+                qs.clean(grace, 0, filter, now, fx)
+            });
+            let mut ids = self.replied(rx).await?;
+            ids.extend(mem);
+            return Ok(ids);
+        }
+        self.with(q, |qs, now, _| drop_evicted(qs, now, tx));
+        let mut ids = self.replied(rx).await?;
         let left = limit.saturating_sub(ids.len());
         if left > 0 {
-            ids.extend(self.clean(q, grace, left, state)?);
+            ids.extend(self.with(q, |qs, now, fx| qs.clean(grace, left, filter, now, fx)));
         }
         Ok(ids)
     }
 
-    async fn deleted_ids(&self, rx: oneshot::Receiver<Vec<String>>) -> Result<Vec<String>> {
+    /// The writer's reply to an operation on evicted rows (sent once it is committed).
+    pub(super) async fn replied<T>(&self, rx: oneshot::Receiver<T>) -> Result<T> {
         match rx.await {
-            Ok(ids) => Ok(ids),
+            Ok(v) => Ok(v),
             Err(_) => Err(self
                 .storage_failure()
                 .unwrap_or_else(|| EngineError::StorageIo {
@@ -280,10 +252,16 @@ impl Engine {
     }
 }
 
-fn state_name(f: StateFilter) -> &'static str {
-    match f {
-        StateFilter::Paused => "paused",
-        StateFilter::State(s) => s.as_str(),
+/// The operation deleting the evicted job `key` and replying with its id if it existed.
+pub(super) fn delete_evicted(
+    queue: std::sync::Arc<str>,
+    key: JobKey,
+    tx: oneshot::Sender<Vec<String>>,
+) -> StorageOp {
+    StorageOp::DeleteEvicted {
+        queue,
+        key,
+        reply: Some(tx),
     }
 }
 

@@ -1,28 +1,13 @@
 //! Engine operations that read a queue or change single jobs: thin routing to the queue's
 //! methods under its shard lock.
 
-use super::engine::{Engine, QueueRef};
+use super::engine::Engine;
+use crate::backend::QueueRef;
 use crate::domain::job::JobState;
 use crate::domain::queue_read::StateFilter;
 use crate::error::{EngineError, Result};
 
-/// Parses state names for getters, counts and clean.
-pub fn parse_states(option: &str, names: &[String]) -> Result<Vec<StateFilter>> {
-    names
-        .iter()
-        .map(|n| {
-            StateFilter::parse(n).ok_or_else(|| {
-                EngineError::range(
-                    option,
-                    format!(
-                        "has an unknown state '{n}'; expected one of {}",
-                        StateFilter::ALL.join(", ")
-                    ),
-                )
-            })
-        })
-        .collect()
-}
+pub use crate::domain::queue_read::parse_states;
 
 impl Engine {
     /// A job's JSON record, `None` when absent.

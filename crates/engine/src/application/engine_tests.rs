@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::engine::{Ack, Engine, EngineConfig, QueueRef};
+use super::engine::{Ack, Engine, EngineConfig};
+use crate::backend::QueueRef;
 use crate::clock::MockClock;
 use crate::domain::options::{JobOptions, KeepJobs};
 use crate::domain::queue::{AckResult, Added, NewJob, Outcome};

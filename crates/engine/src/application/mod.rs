@@ -1,10 +1,12 @@
 //! The application layer: the [`engine::Engine`] that routes operations to shards, runs the
 //! delayed-job timer, serves long-poll pulls and fans events out through the [`events::EventHub`].
 
+mod embedded;
 pub mod engine;
 mod engine_disk;
 mod engine_ops;
 pub mod events;
+mod tickets;
 mod timer;
 
 #[cfg(test)]

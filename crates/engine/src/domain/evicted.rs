@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use super::job::{parse_auto_id, JobKey, JobState, CUSTOM_KEY_BIT};
-use super::persist::{JobRow, StorageOp, STATE};
+use super::persist::{JobRow, RevivedReply, StorageOp};
 use super::queue::QueueState;
 
 /// Finished jobs kept in memory per state and queue on a durable engine (spec: bounded sets).
@@ -29,12 +29,12 @@ pub fn fin(state: JobState) -> usize {
 pub struct Evicted {
     /// Evicted rows per finished state.
     pub count: [u64; 2],
-    /// Bumped whenever a deletion of evicted rows is queued (see [`Engine::revive`]).
-    ///
-    /// [`Engine::revive`]: crate::Engine::revive
-    pub epoch: u64,
     /// Custom ids of evicted jobs.
     pub ids: FxHashMap<Box<str>, JobKey>,
+    /// Evicted jobs being brought back into memory: key -> the order `seq` their row was given
+    /// by the queued [`StorageOp::Revive`]. Counted as in memory by [`QueueState::oldest_in_memory`],
+    /// so no deletion of evicted rows queued meanwhile reaches their rows.
+    pub reviving: FxHashMap<JobKey, u64>,
 }
 
 impl QueueState {
@@ -51,25 +51,22 @@ impl QueueState {
         }
     }
 
-    /// Changes whenever a deletion of evicted rows is queued.
-    pub fn evicted_epoch(&self) -> u64 {
-        self.evicted.epoch
-    }
-
     /// Whether any finished job lives only on disk.
     pub fn has_evicted(&self) -> bool {
         self.evicted.count.iter().any(|c| *c > 0) || !self.evicted.ids.is_empty()
     }
 
-    /// `seq` of the oldest in-memory finished job of `state` (`u64::MAX` if none): every evicted
-    /// row of that state has a smaller one.
+    /// `seq` of the oldest in-memory finished job of `state` (`u64::MAX` if none), or of a job
+    /// being revived if that is older: every row of that state with a smaller one is evicted.
     pub fn oldest_in_memory(&self, state: JobState) -> u64 {
         let set = if state == JobState::Failed {
             &self.failed
         } else {
             &self.completed
         };
-        set.first_key_value().map_or(u64::MAX, |(s, _)| *s)
+        let reviving = self.evicted.reviving.values().min().copied();
+        let oldest = set.first_key_value().map_or(u64::MAX, |(s, _)| *s);
+        reviving.map_or(oldest, |r| r.min(oldest))
     }
 
     /// Moves the oldest finished jobs beyond the bound out of memory. Runs after the call's
@@ -111,10 +108,12 @@ impl QueueState {
         self.disk_op(op);
     }
 
-    /// Queues an idempotent deletion of evicted rows of `state`.
+    /// Queues an operation on evicted rows. Deleting one job by key also cancels its revival.
     pub(super) fn disk_op(&mut self, op: StorageOp) {
         if self.dirty.persist {
-            self.evicted.epoch += 1;
+            if let StorageOp::DeleteEvicted { key, .. } = &op {
+                self.evicted.reviving.remove(key);
+            }
             self.dirty.disk.push(op);
         }
     }
@@ -163,28 +162,59 @@ impl QueueState {
         }
     }
 
-    /// Brings an evicted job back into memory (to change it), as the newest of its state.
-    /// Returns false if it is not an evicted finished job.
-    pub fn revive(&mut self, row: JobRow) -> bool {
+    /// Starts bringing the evicted job `key` back into memory (to change it): queues a
+    /// [`StorageOp::Revive`] that gives its row the next order `seq` (the newest of its state) and
+    /// replies with the row once committed; [`QueueState::finish_revive`] then takes it in.
+    /// Returns false (nothing queued) when the job is in memory already or the queue is not
+    /// durable.
+    pub fn begin_revive(&mut self, key: JobKey, reply: RevivedReply) -> bool {
+        if !self.dirty.persist || self.jobs.contains_key(&key) {
+            return false;
+        }
+        // A revival already under way: ask again with the same order (the update is idempotent),
+        // so that every caller's reply matches.
+        let seq = match self.evicted.reviving.get(&key) {
+            Some(s) => *s,
+            None => {
+                let s = self.next_state_seq();
+                self.evicted.reviving.insert(key, s);
+                s
+            }
+        };
+        self.dirty.disk.push(StorageOp::Revive {
+            queue: self.name.clone(),
+            key,
+            seq,
+            reply: Some(reply),
+        });
+        true
+    }
+
+    /// Takes in the row claimed by [`QueueState::begin_revive`] (`None`: the file had no such
+    /// finished job). Returns whether the job is now in memory: false also when the revival was
+    /// cancelled meanwhile (the job was removed, or the queue obliterated).
+    pub fn finish_revive(&mut self, key: JobKey, row: Option<JobRow>) -> bool {
+        if self.jobs.contains_key(&key) {
+            return true;
+        }
+        let pending = self.evicted.reviving.remove(&key);
+        let Some(row) = row else { return false };
         let state = row.state.state;
-        if self.jobs.contains_key(&row.key)
+        if pending != Some(row.state.seq)
             || !matches!(state, JobState::Completed | JobState::Failed)
         {
             return false;
         }
-        let mut job = super::restore::job_of(row);
-        let seq = self.next_state_seq();
-        job.state_seq = seq;
-        let key = job.key;
+        // The file has the row as it is now: nothing to write.
+        let job = super::restore::job_of(row);
         if let Some(id) = job.custom_id() {
             self.evicted.ids.remove(id);
             self.custom_ids.insert(id.into(), key);
         }
-        self.finished_set(state).insert(seq, key);
+        self.finished_set(state).insert(job.state_seq, key);
         self.jobs.insert(key, job);
         let i = fin(state);
         self.evicted.count[i] = self.evicted.count[i].saturating_sub(1);
-        self.touch(key, STATE);
         true
     }
 

@@ -73,6 +73,9 @@ pub struct QueueRow {
 /// Receives the ids deleted by a [`StorageOp::DropEvicted`] or [`StorageOp::DeleteEvicted`].
 pub type DeletedReply = tokio::sync::oneshot::Sender<Vec<String>>;
 
+/// Receives the row a [`StorageOp::Revive`] claimed, `None` when the file no longer had it.
+pub type RevivedReply = tokio::sync::oneshot::Sender<Option<JobRow>>;
+
 /// One write for the storage layer.
 #[derive(Debug)]
 pub enum StorageOp {
@@ -107,6 +110,15 @@ pub enum StorageOp {
         key: JobKey,
         reply: Option<DeletedReply>,
     },
+    /// Claim an evicted job for memory: give its row the order `seq` (newer than every evicted
+    /// row, so no deletion of evicted rows queued after this one touches it) and reply with the
+    /// row, once committed.
+    Revive {
+        queue: Arc<str>,
+        key: JobKey,
+        seq: u64,
+        reply: Option<RevivedReply>,
+    },
 }
 
 impl StorageOp {
@@ -122,7 +134,8 @@ impl StorageOp {
             | StorageOp::Wipe(q)
             | StorageOp::TrimEvicted { queue: q, .. }
             | StorageOp::DropEvicted { queue: q, .. }
-            | StorageOp::DeleteEvicted { queue: q, .. } => q,
+            | StorageOp::DeleteEvicted { queue: q, .. }
+            | StorageOp::Revive { queue: q, .. } => q,
         }
     }
 }

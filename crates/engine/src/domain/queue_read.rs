@@ -40,6 +40,24 @@ impl StateFilter {
     ];
 }
 
+/// Parses state names for getters, counts and clean; an unknown one is a range error on `option`.
+pub fn parse_states(option: &str, names: &[String]) -> crate::error::Result<Vec<StateFilter>> {
+    names
+        .iter()
+        .map(|n| {
+            StateFilter::parse(n).ok_or_else(|| {
+                crate::error::EngineError::range(
+                    option,
+                    format!(
+                        "has an unknown state '{n}'; expected one of {}",
+                        StateFilter::ALL.join(", ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 impl QueueState {
     /// Resolves an id string to a key of an existing job. O(1).
     pub fn key_of(&self, id: &str) -> Option<JobKey> {
@@ -47,6 +65,11 @@ impl QueueState {
             Some(n) => self.jobs.contains_key(&n).then_some(n),
             None => self.custom_ids.get(id).copied(),
         }
+    }
+
+    /// Whether the job `key` is in memory.
+    pub fn has_job(&self, key: JobKey) -> bool {
+        self.jobs.contains_key(&key)
     }
 
     /// State of a job by id.

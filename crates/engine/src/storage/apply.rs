@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, Statement};
 
 use super::coalesce::{coalesce, Update, Write};
 use crate::domain::job::{JobKey, JobState};
-use crate::domain::persist::{DeletedReply, JobRow, StorageOp};
+use crate::domain::persist::{DeletedReply, JobRow, RevivedReply, StorageOp};
 
 /// A row of an evicted job the writer deleted: queue, state, key, custom id.
 pub type Deleted = (Arc<str>, JobState, JobKey, Option<String>);
@@ -18,6 +18,7 @@ pub type Deleted = (Arc<str>, JobState, JobKey, Option<String>);
 pub struct Applied {
     pub deleted: Vec<Deleted>,
     pub replies: Vec<(DeletedReply, Vec<String>)>,
+    pub revived: Vec<(RevivedReply, Option<JobRow>)>,
 }
 
 /// Rows per multi-row insert (22 parameters each, well under SQLite's limit).
@@ -134,6 +135,17 @@ pub(super) fn apply_writes(conn: &Connection, mut ops: Vec<Write>) -> rusqlite::
                 | StorageOp::DropEvicted { .. }
                 | StorageOp::DeleteEvicted { .. }),
             ) => delete_evicted(conn, op, &mut done)?,
+            Write::Op(StorageOp::Revive {
+                queue,
+                key,
+                seq,
+                reply,
+            }) => {
+                let row = revive(conn, queue, *key, *seq)?;
+                if let Some(tx) = reply.take() {
+                    done.revived.push((tx, row));
+                }
+            }
             Write::Op(op) => apply_one(conn, op)?,
         }
         i += 1;
@@ -215,6 +227,30 @@ pub(super) const DROP_EVICTED: &str =
      AND state IN (4, 5) AND state = ?2 AND seq < ?3 AND finished_on < ?4 ORDER BY seq LIMIT ?5) \
      RETURNING key, custom_id";
 
+/// Gives an evicted row its new order and reads it back.
+fn revive(
+    conn: &Connection,
+    queue: &str,
+    key: JobKey,
+    seq: u64,
+) -> rusqlite::Result<Option<JobRow>> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE jobs SET seq = ?3 WHERE queue = ?1 AND key = ?2 AND state IN (4, 5)",
+    )?;
+    if stmt.execute(params![queue, key as i64, seq as i64])? == 0 {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(&format!(
+        "{} WHERE queue = ?1 AND key = ?2",
+        super::recovery::JOB_SELECT
+    ))?;
+    let mut rows = stmt.query(params![queue, key as i64])?;
+    match rows.next()? {
+        Some(r) => super::recovery::row_of(r, &mut Default::default()).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn id_of(key: JobKey, custom: &Option<String>) -> String {
     custom.clone().unwrap_or_else(|| key.to_string())
 }
@@ -294,7 +330,8 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Insert(..)
         | StorageOp::TrimEvicted { .. }
         | StorageOp::DropEvicted { .. }
-        | StorageOp::DeleteEvicted { .. } => Ok(()),
+        | StorageOp::DeleteEvicted { .. }
+        | StorageOp::Revive { .. } => Ok(()),
         StorageOp::State(q, key, s) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET state = ?3, priority = ?4, delay = ?5, run_at = ?6, ord = ?7, seq = ?8, \

@@ -67,7 +67,8 @@ pub fn coalesce(ops: Vec<StorageOp>) -> Vec<Write> {
             op @ (StorageOp::Wipe(..)
             | StorageOp::TrimEvicted { .. }
             | StorageOp::DropEvicted { .. }
-            | StorageOp::DeleteEvicted { .. }) => {
+            | StorageOp::DeleteEvicted { .. }
+            | StorageOp::Revive { .. }) => {
                 at.clear();
                 out.push(Write::Op(op));
             }

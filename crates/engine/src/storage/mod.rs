@@ -91,6 +91,11 @@ impl Storage {
         self.writer.committed()
     }
 
+    /// Whether the writer has stopped (after [`Storage::close`]).
+    pub fn is_stopped(&self) -> bool {
+        self.writer.is_stopped()
+    }
+
     /// The write failure, if one happened.
     pub fn failure(&self) -> Option<EngineError> {
         self.writer.failure()

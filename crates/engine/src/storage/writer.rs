@@ -42,6 +42,8 @@ pub(super) struct Shared {
     /// What must live until the writer has finished (the file lock, when the writer closed
     /// itself): dropped after the final checkpoint.
     keep_until_exit: Mutex<Vec<Box<dyn Send>>>,
+    /// The thread has finished: nothing submitted from now on is committed.
+    stopped: AtomicBool,
 }
 
 /// Handle on the writer thread.
@@ -68,6 +70,7 @@ impl Writer {
             sync_full: AtomicBool::new(sync_full),
             on_commit: Mutex::new(None),
             keep_until_exit: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -123,6 +126,11 @@ impl Writer {
     /// Switches to `synchronous=FULL` (every commit fsynced) from the next group on.
     pub fn require_fsync(&self) {
         self.shared.sync_full.store(true, Ordering::Release);
+    }
+
+    /// Whether the thread has finished (after [`Writer::close`]).
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopped.load(Ordering::Acquire)
     }
 
     /// Commits what is queued, checkpoints the WAL into the database and stops the thread.
@@ -212,12 +220,16 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
         for (tx, ids) in applied.replies {
             let _ = tx.send(ids);
         }
+        for (tx, row) in applied.revived {
+            let _ = tx.send(row);
+        }
         if closing && shared.pending.lock().ops.is_empty() {
             break;
         }
     }
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
     drop(conn);
+    shared.stopped.store(true, Ordering::Release);
     shared.keep_until_exit.lock().clear();
 }
 

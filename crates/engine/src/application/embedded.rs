@@ -1,0 +1,353 @@
+//! The embedded engine as a [`Backend`]: memory, or memory + one SQLite file. Answers come from
+//! memory at once (`Reply::Now`); only a finished job that the file alone holds (evicted, see
+//! `domain/evicted.rs`) needs a file read or a revival first (`Reply::Later`). This file is the
+//! whole of that routing: neither the binding nor JS knows where a job lives.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::engine::{Ack, Engine};
+use super::engine_disk::delete_evicted;
+use super::events::Notifier;
+use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use crate::domain::job::{JobKey, JobState};
+use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
+use crate::domain::queue_read::StateFilter;
+use crate::error::{EngineError, Result};
+
+/// Where a job asked for by id is.
+enum Found<T> {
+    Memory(T),
+    File(JobKey),
+    Nowhere,
+}
+
+/// Applies `change` to the job `id` in memory.
+fn apply(
+    qs: &mut QueueState,
+    id: &str,
+    change: &JobChange,
+    now: u64,
+    fx: &mut Effects,
+) -> Result<usize> {
+    match change {
+        JobChange::Progress(p) => qs.update_progress(id, p.clone(), fx).map(|()| 0),
+        JobChange::Log { row, keep } => qs.add_log(id, row.clone(), *keep),
+        JobChange::Data(d) => qs.update_data(id, d.clone()).map(|()| 0),
+        JobChange::Priority { priority, lifo } => {
+            qs.change_priority(id, *priority, *lifo).map(|()| 0)
+        }
+        JobChange::Delay(d) => qs.change_delay(id, *d, now, fx).map(|()| 0),
+        JobChange::Promote => qs.promote(id, fx).map(|()| 0),
+        JobChange::Retry {
+            from,
+            reset_attempts,
+        } => qs.retry(id, *from, *reset_attempts, fx).map(|()| 0),
+    }
+}
+
+impl Engine {
+    /// Looks a job up in memory with `f`, else tells whether the file may hold it.
+    fn find<T>(
+        &self,
+        q: &QueueRef,
+        id: &str,
+        f: impl FnOnce(&QueueState) -> Option<T>,
+    ) -> Found<T> {
+        self.read(q, |qs| match f(qs) {
+            Some(v) => Found::Memory(v),
+            None => qs.evicted_key(id).map_or(Found::Nowhere, Found::File),
+        })
+        .unwrap_or(Found::Nowhere)
+    }
+
+    /// Whether a page of `states` must be read from the file (finished jobs beyond memory).
+    fn pages_from_file(&self, q: &QueueRef, states: &[StateFilter]) -> bool {
+        self.is_durable()
+            && states.iter().any(|s| {
+                matches!(
+                    s,
+                    StateFilter::State(JobState::Completed | JobState::Failed)
+                )
+            })
+            && self.has_evicted(q)
+    }
+}
+
+impl Backend for Engine {
+    fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
+        self.queue_ref_in(prefix, name)
+    }
+
+    fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
+        Reply::Now(Ok(Engine::add(self, q, job)))
+    }
+
+    fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        Reply::Now(Ok(Engine::add_bulk(self, q, jobs)))
+    }
+
+    fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
+        Reply::Now(Ok(Engine::take(self, q, max).1))
+    }
+
+    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String> {
+        let (e, q) = (self.clone(), q.clone());
+        Box::pin(async move { Ok(e.pull(&q, puller, max, timeout).await.1) })
+    }
+
+    fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {
+        Engine::cancel_pulls(self, q, puller);
+        Ok(())
+    }
+
+    fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
+        Reply::Now(Ok(self.ack_many(q, acks)))
+    }
+
+    fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>> {
+        Reply::Now(Ok(Engine::take_stalled(self, q)))
+    }
+
+    fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        match self.find(q, id, |qs| qs.job_json(id)) {
+            Found::Memory(j) => Reply::Now(Ok(Some(j))),
+            Found::Nowhere => Reply::Now(Ok(None)),
+            Found::File(key) => {
+                let (e, q) = (self.clone(), q.clone());
+                Reply::later(async move {
+                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(crate::domain::row_json)))
+                        .await
+                })
+            }
+        }
+    }
+
+    fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>> {
+        match self.find(q, id, |qs| qs.state_of(id)) {
+            Found::Memory(s) => Reply::Now(Ok(Some(s))),
+            Found::Nowhere => Reply::Now(Ok(None)),
+            Found::File(key) => {
+                let (e, q) = (self.clone(), q.clone());
+                Reply::later(async move {
+                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(|r| r.state.state)))
+                        .await
+                })
+            }
+        }
+    }
+
+    fn jobs(&self, q: &QueueRef, states: Vec<StateFilter>, page: Page) -> Reply<String> {
+        if !self.pages_from_file(q, &states) {
+            let text = self
+                .read(q, |qs| {
+                    qs.jobs_json(&states, page.start, page.end, page.asc)
+                })
+                .unwrap_or_else(|| "[]".into());
+            return Reply::Now(Ok(text));
+        }
+        let (e, q) = (self.clone(), q.clone());
+        Reply::later(async move {
+            e.read_file(move |e| e.jobs_json_with_disk(&q, &states, page.start, page.end, page.asc))
+                .await
+        })
+    }
+
+    fn counts(&self, q: &QueueRef, states: Vec<StateFilter>) -> Reply<Vec<usize>> {
+        let counts = self
+            .read(q, |qs| states.iter().map(|s| qs.count_of(*s)).collect())
+            .unwrap_or_else(|| vec![0; states.len()]);
+        Reply::Now(Ok(counts))
+    }
+
+    fn count(&self, q: &QueueRef) -> Reply<usize> {
+        Reply::Now(Ok(Engine::count(self, q)))
+    }
+
+    fn is_paused(&self, q: &QueueRef) -> Reply<bool> {
+        Reply::Now(Ok(Engine::is_paused(self, q)))
+    }
+
+    fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)> {
+        let found = self.find(q, id, |qs| {
+            qs.state_of(id)
+                .map(|_| qs.logs(id, page.start, page.end, page.asc))
+        });
+        match found {
+            Found::Memory(l) => Reply::Now(Ok(l)),
+            Found::Nowhere => Reply::Now(Ok((Vec::new(), 0))),
+            Found::File(key) => {
+                let (e, q) = (self.clone(), q.clone());
+                Reply::later(async move {
+                    e.read_file(move |e| e.disk_logs(&q, key, page.start, page.end, page.asc))
+                        .await
+                })
+            }
+        }
+    }
+
+    fn pause(&self, q: &QueueRef) -> Reply<()> {
+        Engine::pause(self, q);
+        Reply::Now(Ok(()))
+    }
+
+    fn resume(&self, q: &QueueRef) -> Reply<()> {
+        Engine::resume(self, q);
+        Reply::Now(Ok(()))
+    }
+
+    fn drain(&self, q: &QueueRef, delayed: bool) -> Reply<usize> {
+        Reply::Now(Ok(Engine::drain(self, q, delayed)))
+    }
+
+    fn clean(
+        &self,
+        q: &QueueRef,
+        grace: u64,
+        limit: usize,
+        state: StateFilter,
+    ) -> Reply<Vec<String>> {
+        match state {
+            StateFilter::State(s @ (JobState::Completed | JobState::Failed))
+                if self.pages_from_file(q, &[state]) =>
+            {
+                let (e, q) = (self.clone(), q.clone());
+                Reply::later(async move {
+                    let ids = e.clean_with_disk(&q, grace, limit, s).await?;
+                    e.commit_of(e.submitted()).await?;
+                    Ok(ids)
+                })
+            }
+            _ => Reply::Now(Ok(
+                self.with(q, |qs, now, fx| qs.clean(grace, limit, state, now, fx))
+            )),
+        }
+    }
+
+    fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {
+        Reply::Now(Engine::obliterate(self, q, force))
+    }
+
+    fn remove(&self, q: &QueueRef, id: &str) -> Reply<bool> {
+        let (tx, rx) = oneshot::channel();
+        // Memory and file in one step under the queue's lock: the job cannot move between them.
+        let removed = self.with(q, |qs, _, fx| match qs.remove(id, fx) {
+            Ok(Some(_)) => Ok(Some(true)),
+            Ok(None) => match qs.evicted_key(id) {
+                Some(key) => {
+                    qs.push_disk_op(delete_evicted(qs.name.clone(), key, tx));
+                    Ok(None)
+                }
+                None => Ok(Some(false)),
+            },
+            Err(e) => Err(e),
+        });
+        match removed {
+            Ok(Some(done)) => Reply::Now(Ok(done)),
+            Err(e) => Reply::Now(Err(e)),
+            Ok(None) => {
+                let e = self.clone();
+                Reply::later(async move { e.replied(rx).await.map(|ids| !ids.is_empty()) })
+            }
+        }
+    }
+
+    fn change(&self, q: &QueueRef, id: &str, change: JobChange) -> Reply<usize> {
+        let (tx, rx) = oneshot::channel();
+        let first = self.with(q, |qs, now, fx| match apply(qs, id, &change, now, fx) {
+            Err(EngineError::JobNotFound(m)) => match qs.evicted_key(id) {
+                // Only the file has it: bring it back into memory first.
+                Some(key) if qs.begin_revive(key, tx) => Err(Some(key)),
+                _ => Ok(Err(EngineError::JobNotFound(m))),
+            },
+            r => Ok(r),
+        });
+        let key = match first {
+            Ok(r) => return Reply::Now(r),
+            Err(Some(key)) => key,
+            Err(None) => return Reply::Now(Err(EngineError::JobNotFound(id.to_string()))),
+        };
+        let (e, q, id) = (self.clone(), q.clone(), id.to_string());
+        Reply::later(async move {
+            let row = e.replied(rx).await?;
+            let (r, seq) = e.with_seq(&q, |qs, now, fx| {
+                if qs.finish_revive(key, row) {
+                    apply(qs, &id, &change, now, fx)
+                } else {
+                    Err(EngineError::JobNotFound(id.clone()))
+                }
+            });
+            let n = r?;
+            // Answered off the caller's thread: its ticket is not the caller's, so wait here.
+            e.commit_of(seq).await?;
+            Ok(n)
+        })
+    }
+
+    fn subscribe(&self, q: &QueueRef) -> Result<()> {
+        Engine::subscribe(self, q);
+        Ok(())
+    }
+
+    fn unsubscribe(&self, q: &QueueRef) -> Result<()> {
+        Engine::unsubscribe(self, q);
+        Ok(())
+    }
+
+    fn set_event_notifier(&self, n: Option<Notifier>) {
+        Engine::set_event_notifier(self, n)
+    }
+
+    fn drain_events_json(&self) -> String {
+        Engine::drain_events_json(self)
+    }
+
+    fn ticket(&self) -> u64 {
+        Engine::ticket(self)
+    }
+
+    fn committed(&self) -> u64 {
+        Engine::committed(self)
+    }
+
+    fn set_commit_notifier(&self, n: Option<Notifier>) {
+        Engine::set_commit_notifier(self, n)
+    }
+
+    fn take_commit_notice(&self) -> u64 {
+        Engine::take_commit_notice(self)
+    }
+
+    fn failure(&self) -> Option<EngineError> {
+        self.storage_failure()
+    }
+
+    fn require_fsync(&self) {
+        Engine::require_fsync(self)
+    }
+
+    fn is_durable(&self) -> bool {
+        Engine::is_durable(self)
+    }
+
+    fn is_closed(&self) -> bool {
+        Engine::is_closed(self)
+    }
+
+    fn close(&self) -> Pending<()> {
+        let e = self.clone();
+        Box::pin(async move {
+            let failure = tokio::task::spawn_blocking(move || {
+                e.close();
+                e.storage_failure()
+            })
+            .await
+            .map_err(|e| EngineError::Internal(format!("closing did not finish: {e}")))?;
+            match failure {
+                Some(f) => Err(f),
+                None => Ok(()),
+            }
+        })
+    }
+}

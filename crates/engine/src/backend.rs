@@ -1,0 +1,228 @@
+//! The operations facade: every queue operation the binding needs, as one trait, [`Backend`].
+//! The binding holds an `Arc<dyn Backend>` per engine and calls nothing else; the embedded engine
+//! (memory, or memory + SQLite) is its first implementation, in `application/embedded.rs`.
+//!
+//! Shaped for a backend whose truth is a shared database (see `docs/backends.md`):
+//! - Calls are batch-shaped (`add_bulk`, `take`/`pull` of many jobs, `ack` of many).
+//! - Every call answers a [`Reply`]: `Now` when the answer is at hand without waiting (the
+//!   embedded engine's memory), `Later` when it needs a round trip (a file read, a database
+//!   query). The binding turns `Now` into a plain JS value and `Later` into a promise, so the
+//!   common case costs no async call.
+//! - Nothing assumes the backend owns the only copy of a job: a job is found, listed, counted,
+//!   changed and removed by the backend, wherever it lives.
+//! - Durability is a commit ticket: a change that answers `Now` may not be committed yet; its
+//!   ticket is read with [`Backend::ticket`] and is committed once [`Backend::committed`]
+//!   reaches it. A change that answers `Later` resolves only once committed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::application::engine::Ack;
+use crate::application::events::Notifier;
+use crate::domain::job::JobState;
+use crate::domain::queue::{AckResult, Added, NewJob};
+use crate::domain::queue_read::StateFilter;
+use crate::error::{EngineError, Result};
+
+/// An answer that needs a round trip (or a wait), resolved off the JS thread.
+pub type Pending<T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'static>>;
+
+/// A backend's answer: at hand, or pending.
+pub enum Reply<T> {
+    /// Answered without waiting.
+    Now(Result<T>),
+    /// Answered after a round trip or a commit.
+    Later(Pending<T>),
+}
+
+impl<T: Send + 'static> Reply<T> {
+    /// A pending answer from a future.
+    pub fn later(f: impl Future<Output = Result<T>> + Send + 'static) -> Reply<T> {
+        Reply::Later(Box::pin(f))
+    }
+
+    /// Waits for the answer (for tests and callers that are async anyway).
+    pub async fn wait(self) -> Result<T> {
+        match self {
+            Reply::Now(r) => r,
+            Reply::Later(f) => f.await,
+        }
+    }
+
+    /// The answer if it is at hand; `None` for a pending one.
+    pub fn now(self) -> Option<Result<T>> {
+        match self {
+            Reply::Now(r) => Some(r),
+            Reply::Later(_) => None,
+        }
+    }
+
+    /// Maps the value, now or later.
+    pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Reply<U> {
+        match self {
+            Reply::Now(r) => Reply::Now(r.map(f)),
+            Reply::Later(p) => Reply::later(async move { p.await.map(f) }),
+        }
+    }
+}
+
+impl<T> From<Result<T>> for Reply<T> {
+    fn from(r: Result<T>) -> Reply<T> {
+        Reply::Now(r)
+    }
+}
+
+/// A handle on one queue of a backend: its qualified name and a routing slot of the backend's
+/// choosing (the embedded engine's shard), resolved once by [`Backend::queue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRef {
+    name: Arc<str>,
+    slot: usize,
+}
+
+impl QueueRef {
+    /// A handle; backends build them in [`Backend::queue`].
+    pub fn new(name: Arc<str>, slot: usize) -> QueueRef {
+        QueueRef { name, slot }
+    }
+
+    /// The queue's qualified name (as events carry it).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The queue's name, shared.
+    pub fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The backend's routing slot.
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+}
+
+/// A page of a list: `start..=end` (negative counts from the end), oldest first when `asc`.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub start: i64,
+    pub end: i64,
+    pub asc: bool,
+}
+
+/// A change of one job.
+#[derive(Debug, Clone)]
+pub enum JobChange {
+    /// Progress (JSON text).
+    Progress(Box<str>),
+    /// Appends a log row, keeping the newest `keep` rows (0: all).
+    Log { row: Box<str>, keep: usize },
+    /// Replaces the payload (JSON text).
+    Data(Box<str>),
+    /// A new priority (`lifo`: first of its priority).
+    Priority { priority: u32, lifo: bool },
+    /// A delayed job runs `delay` ms from now.
+    Delay(u64),
+    /// A delayed job runs now.
+    Promote,
+    /// A finished job (in state `from`) runs again.
+    Retry {
+        from: JobState,
+        reset_attempts: bool,
+    },
+}
+
+/// Every queue operation the binding needs. Ids are job id strings; records and pages of records
+/// are JSON text (see `docs/engine.md`, "Records").
+pub trait Backend: Send + Sync + 'static {
+    /// Resolves (and validates) the queue `name` under BullMQ's `prefix`.
+    fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef>;
+
+    /// Adds one job.
+    fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added>;
+    /// Adds jobs, all or none, in order.
+    fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>>;
+
+    /// Activates up to `max` ready jobs now: a JSON array of records, each with its `token`.
+    fn take(&self, q: &QueueRef, max: usize) -> Reply<String>;
+    /// Like [`Backend::take`], waiting up to `timeout` for a job; empty on timeout or when
+    /// [`Backend::cancel_pulls`] cancels `puller`.
+    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String>;
+    /// Resolves every pending pull of `puller` empty (and the next one, if none is pending).
+    fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()>;
+    /// Finishes activations; results in input order.
+    fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>>;
+    /// Ids of jobs found active when the backend recovered (each reported once).
+    fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>>;
+
+    /// A job's record, `None` when there is no such job.
+    fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>>;
+    /// A job's state, `None` when there is no such job.
+    fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>>;
+    /// A page of the jobs in `states` (listed state after state) as a JSON array of records.
+    fn jobs(&self, q: &QueueRef, states: Vec<StateFilter>, page: Page) -> Reply<String>;
+    /// Counts per state, in the order asked.
+    fn counts(&self, q: &QueueRef, states: Vec<StateFilter>) -> Reply<Vec<usize>>;
+    /// Jobs that will run: waiting + prioritized + delayed.
+    fn count(&self, q: &QueueRef) -> Reply<usize>;
+    /// Whether the queue is paused.
+    fn is_paused(&self, q: &QueueRef) -> Reply<bool>;
+    /// A page of a job's log rows and their total (none for an unknown job).
+    fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)>;
+
+    /// Stops workers from taking jobs.
+    fn pause(&self, q: &QueueRef) -> Reply<()>;
+    /// Lets workers take jobs again.
+    fn resume(&self, q: &QueueRef) -> Reply<()>;
+    /// Removes ready (and, with `delayed`, delayed) jobs; answers how many.
+    fn drain(&self, q: &QueueRef, delayed: bool) -> Reply<usize>;
+    /// Removes jobs of `state` older than `grace` ms, oldest first, at most `limit` (0: all);
+    /// answers their ids.
+    fn clean(
+        &self,
+        q: &QueueRef,
+        grace: u64,
+        limit: usize,
+        state: StateFilter,
+    ) -> Reply<Vec<String>>;
+    /// Removes everything of the queue (refused while jobs are active unless `force`).
+    fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()>;
+    /// Removes a job unless it is active (`ERR_JOB_LOCKED`); answers whether it existed.
+    fn remove(&self, q: &QueueRef, id: &str) -> Reply<bool>;
+    /// Changes one job; answers its log row count for [`JobChange::Log`], else 0.
+    fn change(&self, q: &QueueRef, id: &str, change: JobChange) -> Reply<usize>;
+
+    /// Counts one more event listener on a queue (only queues with listeners collect events).
+    fn subscribe(&self, q: &QueueRef) -> Result<()>;
+    /// Counts one listener less.
+    fn unsubscribe(&self, q: &QueueRef) -> Result<()>;
+    /// Sets the function called (from any thread, coalesced) when events can be drained.
+    fn set_event_notifier(&self, n: Option<Notifier>);
+    /// Takes the buffered events: a JSON array of `["queue","event",{payload}]`.
+    fn drain_events_json(&self) -> String;
+
+    /// The commit ticket of the latest change the calling thread made through this backend
+    /// (0: nothing to wait for). Changes of one thread get increasing tickets.
+    fn ticket(&self) -> u64;
+    /// Every change with a ticket up to this one is committed.
+    fn committed(&self) -> u64;
+    /// Sets the function called (from any thread, coalesced) after commits; the callee re-arms
+    /// it with [`Backend::take_commit_notice`].
+    fn set_commit_notifier(&self, n: Option<Notifier>);
+    /// Re-arms the commit notifier; answers [`Backend::committed`].
+    fn take_commit_notice(&self) -> u64;
+    /// The failure that stopped writes, if any: nothing after it is committed.
+    fn failure(&self) -> Option<EngineError>;
+    /// Makes later commits survive power loss, not only a crash (durability `'fsync'`).
+    fn require_fsync(&self);
+    /// Whether changes are written anywhere (tickets matter).
+    fn is_durable(&self) -> bool;
+
+    /// Whether [`Backend::close`] was called.
+    fn is_closed(&self) -> bool;
+    /// Commits what is queued and lets go of the storage; later calls fail with
+    /// `ERR_QUEUE_CLOSED`. Idempotent.
+    fn close(&self) -> Pending<()>;
+}
