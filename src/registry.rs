@@ -283,6 +283,17 @@ pub fn engine(id: u32) -> Result<Shared> {
     }
 }
 
+/// Makes backend `id` commit nothing for `ms` milliseconds (a stalled disk), so tests can see
+/// back-pressure. Only in the test build (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[napi(catch_unwind)]
+pub fn debug_stall_writer(env: &Env, id: u32, ms: u32) -> napi::Result<()> {
+    run(env, || {
+        engine(id)?.stall_writer(ms as u64);
+        Ok(())
+    })
+}
+
 /// Panics on purpose, so tests can check that a Rust panic reaches JS as an error. Only in the
 /// test build (feature `test-hooks`).
 #[cfg(feature = "test-hooks")]

@@ -220,6 +220,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether changes are written anywhere (tickets matter).
     fn is_durable(&self) -> bool;
 
+    /// Test hook: commit nothing for `for_ms` (a stalled disk). Only in `test-hooks` builds.
+    #[cfg(feature = "test-hooks")]
+    fn stall_writer(&self, _for_ms: u64) {}
+
     /// Whether [`Backend::close`] was called.
     fn is_closed(&self) -> bool;
     /// Commits what is queued and lets go of the storage; later calls fail with

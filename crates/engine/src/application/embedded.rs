@@ -62,6 +62,20 @@ impl Engine {
         .unwrap_or(Found::Nowhere)
     }
 
+    /// `value` now, or once the writer's backlog has room again: back-pressure on producers that
+    /// outrun the disk (see [`crate::storage::BACKLOG_LIMIT`]). The change itself is made
+    /// either way; only its answer waits.
+    fn paced<T: Send + 'static>(&self, value: T) -> Reply<T> {
+        if !self.backlogged() {
+            return Reply::Now(Ok(value));
+        }
+        let e = self.clone();
+        Reply::later(async move {
+            e.backlog_room().await?;
+            Ok(value)
+        })
+    }
+
     /// Whether a page of `states` must be read from the file (finished jobs beyond memory).
     fn pages_from_file(&self, q: &QueueRef, states: &[StateFilter]) -> bool {
         self.is_durable()
@@ -81,11 +95,11 @@ impl Backend for Engine {
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
-        Reply::Now(Ok(Engine::add(self, q, job)))
+        self.paced(Engine::add(self, q, job))
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        Reply::Now(Ok(Engine::add_bulk(self, q, jobs)))
+        self.paced(Engine::add_bulk(self, q, jobs))
     }
 
     fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
@@ -103,7 +117,7 @@ impl Backend for Engine {
     }
 
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
-        Reply::Now(Ok(self.ack_many(q, acks)))
+        self.paced(self.ack_many(q, acks))
     }
 
     fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>> {
@@ -329,6 +343,11 @@ impl Backend for Engine {
 
     fn is_durable(&self) -> bool {
         Engine::is_durable(self)
+    }
+
+    #[cfg(feature = "test-hooks")]
+    fn stall_writer(&self, for_ms: u64) {
+        Engine::stall_writer(self, for_ms)
     }
 
     fn is_closed(&self) -> bool {

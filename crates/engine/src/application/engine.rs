@@ -20,6 +20,7 @@ use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
 use crate::domain::persist::StorageOp;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
+use crate::domain::queue_name::qualified_name;
 use crate::domain::shard::Shard;
 use crate::error::{EngineError, Result};
 use crate::storage::Storage;
@@ -27,8 +28,6 @@ use crate::structures::fnv1a;
 
 /// Most shards an engine uses.
 pub const MAX_SHARDS: usize = 64;
-/// Longest queue name accepted, in bytes.
-pub const MAX_QUEUE_NAME: usize = 255;
 
 /// How to build an engine.
 pub struct EngineConfig {
@@ -60,55 +59,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// BullMQ's default prefix: the namespace of plain queue names.
-pub const DEFAULT_PREFIX: &str = "bull";
-
-/// The name a queue is known by inside the engine and its file: `name` itself under the default
-/// prefix, `prefix:name` under any other (names never contain `:`, so the last `:` separates).
-///
-/// Errors: [`EngineError::InvalidOption`] naming `name` or `prefix`.
-pub fn qualified_name(prefix: Option<&str>, name: &str) -> Result<String> {
-    check_name_part("name", "(queue name) ", name)?;
-    if name.contains(':') {
-        return Err(EngineError::range(
-            "name",
-            format!("(queue name) must not contain ':', got {name:?}"),
-        ));
-    }
-    match prefix {
-        None | Some(DEFAULT_PREFIX) => Ok(name.to_string()),
-        Some(p) => {
-            check_name_part("prefix", "", p)?;
-            Ok(format!("{p}:{name}"))
-        }
-    }
-}
-
-fn check_name_part(option: &str, what: &str, v: &str) -> Result<()> {
-    if v.is_empty() {
-        return Err(EngineError::range(
-            option,
-            format!("{what}must not be empty"),
-        ));
-    }
-    if v.len() > MAX_QUEUE_NAME {
-        return Err(EngineError::range(
-            option,
-            format!(
-                "{what}must be at most {MAX_QUEUE_NAME} bytes, got {}",
-                v.len()
-            ),
-        ));
-    }
-    if v.chars().any(char::is_control) {
-        return Err(EngineError::range(
-            option,
-            format!("{what}must not contain control characters, got {v:?}"),
-        ));
-    }
-    Ok(())
-}
-
 /// One acknowledgement of an activation.
 #[derive(Debug, Clone)]
 pub struct Ack {
@@ -129,10 +79,10 @@ pub(super) struct Inner {
     timer: Arc<Timer>,
     closed: AtomicBool,
     pub(super) storage: Option<Storage>,
-    commit_notifier: RwLock<Option<Notifier>>,
-    commit_scheduled: AtomicBool,
+    pub(super) commit_notifier: RwLock<Option<Notifier>>,
+    pub(super) commit_scheduled: AtomicBool,
     /// Wakes waits for a commit ([`Engine::commit_of`]) after each commit, failure or close.
-    commits: tokio::sync::watch::Sender<u64>,
+    pub(super) commits: tokio::sync::watch::Sender<u64>,
     /// This engine among the process's engines, for commit tickets (see `tickets.rs`).
     pub(super) serial: u64,
 }
@@ -308,35 +258,6 @@ impl Engine {
         shard.queue(q.name()).map(f)
     }
 
-    /// The commit ticket of the latest change this thread made on this engine (0 in memory).
-    pub fn ticket(&self) -> u64 {
-        super::tickets::latest(self.inner.serial)
-    }
-
-    /// Resolves once everything up to `seq` is committed; fails with the storage failure that
-    /// stopped writes first. Woken by commits, never polling.
-    pub async fn commit_of(&self, seq: u64) -> Result<()> {
-        let Some(s) = &self.inner.storage else {
-            return Ok(());
-        };
-        // Subscribed before the first test: a commit after it wakes the loop.
-        let mut rx = self.inner.commits.subscribe();
-        loop {
-            if let Some(e) = s.failure() {
-                return Err(e);
-            }
-            if s.committed() >= seq {
-                return Ok(());
-            }
-            if self.is_closed() && s.is_stopped() {
-                return Err(EngineError::QueueClosed(s.path().display().to_string()));
-            }
-            if rx.changed().await.is_err() {
-                return Err(EngineError::Internal("the engine went away".into()));
-            }
-        }
-    }
-
     /// Adds one job. O(log n).
     pub fn add(&self, q: &QueueRef, job: NewJob) -> Added {
         self.with(q, |qs, now, fx| qs.add(job, now, fx))
@@ -486,45 +407,6 @@ impl Engine {
         self.inner.storage.is_some()
     }
 
-    /// Sequence number of the latest change handed to storage (0 in memory). A change is durable
-    /// once [`Engine::committed`] reaches the sequence number read after making it.
-    pub fn submitted(&self) -> u64 {
-        self.inner.storage.as_ref().map_or(0, Storage::submitted)
-    }
-
-    /// Everything up to this sequence number is committed.
-    pub fn committed(&self) -> u64 {
-        self.inner.storage.as_ref().map_or(0, Storage::committed)
-    }
-
-    /// The storage failure that stopped writes, if any.
-    pub fn storage_failure(&self) -> Option<EngineError> {
-        self.inner.storage.as_ref().and_then(Storage::failure)
-    }
-
-    /// Makes every later commit fsync (durability `fsync`).
-    pub fn require_fsync(&self) {
-        if let Some(s) = &self.inner.storage {
-            s.require_fsync();
-        }
-    }
-
-    /// Sets the function called (on the writer thread, coalesced) after commits; the callee reads
-    /// [`Engine::take_commit_notice`].
-    pub fn set_commit_notifier(&self, n: Option<Notifier>) {
-        *self.inner.commit_notifier.write() = n;
-        self.inner.commit_scheduled.store(false, Ordering::Release);
-        self.inner.notify_commit();
-    }
-
-    /// Re-arms the commit notifier and returns the committed sequence number.
-    pub fn take_commit_notice(&self) -> u64 {
-        // SeqCst on both sides (here and in `notify_commit`): the writer's "store committed,
-        // then test the flag" and our "clear the flag, then read committed" must not both miss.
-        self.inner.commit_scheduled.swap(false, Ordering::SeqCst);
-        self.committed()
-    }
-
     /// Takes the ids of jobs found active at recovery (reported once as `stalled`).
     pub fn take_stalled(&self, q: &QueueRef) -> Vec<String> {
         let mut shard = self.inner.shards[q.slot()].lock();
@@ -574,28 +456,6 @@ impl Inner {
             self.shards[shard]
                 .lock()
                 .with_queue(&q, |qs| qs.forget_evicted(state, &rows));
-        }
-    }
-
-    /// Runs on the writer thread after each commit.
-    fn committed(&self, seq: u64) {
-        match self.storage.as_ref().and_then(Storage::failure) {
-            // Changes past the last good commit are not in the file: their events never go out.
-            Some(_) => self.hub.discard_held(),
-            None => self.hub.release(seq),
-        }
-        self.commits.send_replace(seq);
-        self.notify_commit();
-    }
-
-    /// Calls the commit notifier unless a call is already pending (and only if one is set, so
-    /// a notifier set later is not left disarmed).
-    fn notify_commit(&self) {
-        let notifier = self.commit_notifier.read().clone();
-        if let Some(n) = notifier {
-            if !self.commit_scheduled.swap(true, Ordering::SeqCst) {
-                n();
-            }
         }
     }
 

@@ -5,7 +5,7 @@
 //! After each commit the `on_commit` hook runs with the committed sequence number.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,6 +44,12 @@ pub(super) struct Shared {
     keep_until_exit: Mutex<Vec<Box<dyn Send>>>,
     /// The thread has finished: nothing submitted from now on is committed.
     stopped: AtomicBool,
+    /// Operations submitted and not yet committed (or dropped after a failure): the memory the
+    /// writer holds on to, bounded by back-pressure (see [`Writer::backlog`]).
+    backlog: AtomicUsize,
+    /// Test hook: the writer waits until then before its next commit (a stalled disk).
+    #[cfg(any(test, feature = "test-hooks"))]
+    stall_until: Mutex<Option<Instant>>,
 }
 
 /// Handle on the writer thread.
@@ -71,6 +77,9 @@ impl Writer {
             on_commit: Mutex::new(None),
             keep_until_exit: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            backlog: AtomicUsize::new(0),
+            #[cfg(any(test, feature = "test-hooks"))]
+            stall_until: Mutex::new(None),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -98,6 +107,7 @@ impl Writer {
             return p.seq;
         }
         if !ops.is_empty() {
+            self.shared.backlog.fetch_add(ops.len(), Ordering::AcqRel);
             p.ops.append(ops);
             p.seq += 1;
             self.shared.submitted.store(p.seq, Ordering::Release);
@@ -126,6 +136,19 @@ impl Writer {
     /// Switches to `synchronous=FULL` (every commit fsynced) from the next group on.
     pub fn require_fsync(&self) {
         self.shared.sync_full.store(true, Ordering::Release);
+    }
+
+    /// Operations submitted and not yet committed. Callers hold producers back when it passes
+    /// [`crate::storage::BACKLOG_LIMIT`].
+    pub fn backlog(&self) -> usize {
+        self.shared.backlog.load(Ordering::Acquire)
+    }
+
+    /// Test hook: the writer commits nothing more for `for_ms` (as if the disk stalled).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn stall(&self, for_ms: u64) {
+        *self.shared.stall_until.lock() =
+            Some(Instant::now() + std::time::Duration::from_millis(for_ms));
     }
 
     /// Whether the thread has finished (after [`Writer::close`]).
@@ -180,6 +203,14 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
             (std::mem::take(&mut p.ops), p.seq, p.closing)
         };
         taken = seq;
+        let count = ops.len();
+        #[cfg(any(test, feature = "test-hooks"))]
+        {
+            let until = shared.stall_until.lock().take();
+            if let Some(t) = until {
+                std::thread::sleep(t.saturating_duration_since(Instant::now()));
+            }
+        }
         // Spin next time if this submission came soon after the writer went idle.
         let idle_ns = idle_from.duration_since(shared.started).as_nanos() as u64;
         let gap = shared
@@ -213,6 +244,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
         if shared.failure.lock().is_none() {
             shared.committed.store(seq, Ordering::SeqCst);
         }
+        shared.backlog.fetch_sub(count, Ordering::AcqRel);
         let hook = shared.on_commit.lock().clone();
         if let Some(f) = hook {
             f(seq, applied.deleted);
