@@ -72,7 +72,7 @@ impl QueueState {
     /// Moves the oldest finished jobs beyond the bound out of memory. Runs after the call's
     /// changes were snapshotted for storage, so their rows are already on the way to the file.
     pub fn evict_overflow(&mut self) {
-        if !self.dirty.persist {
+        if !self.jobs.persists() {
             return;
         }
         for state in [JobState::Completed, JobState::Failed] {
@@ -80,7 +80,7 @@ impl QueueState {
                 let Some((_, key)) = self.finished_set(state).pop_first() else {
                     break;
                 };
-                if let Some(job) = self.jobs.remove(&key) {
+                if let Some(job) = self.jobs.evict(&key) {
                     if let Some(id) = job.into_custom_id() {
                         self.custom_ids.remove(&id);
                         self.evicted.ids.insert(id, key);
@@ -110,7 +110,7 @@ impl QueueState {
 
     /// Queues an operation on evicted rows. Deleting one job by key also cancels its revival.
     pub(super) fn disk_op(&mut self, op: StorageOp) {
-        if self.dirty.persist {
+        if self.jobs.persists() {
             if let StorageOp::DeleteEvicted { key, .. } = &op {
                 self.evicted.reviving.remove(key);
             }
@@ -168,7 +168,7 @@ impl QueueState {
     /// Returns false (nothing queued) when the job is in memory already or the queue is not
     /// durable.
     pub fn begin_revive(&mut self, key: JobKey, reply: RevivedReply) -> bool {
-        if !self.dirty.persist || self.jobs.contains_key(&key) {
+        if !self.jobs.persists() || self.jobs.contains_key(&key) {
             return false;
         }
         // A revival already under way: ask again with the same order (the update is idempotent),
@@ -212,7 +212,7 @@ impl QueueState {
             self.custom_ids.insert(id.into(), key);
         }
         self.finished_set(state).insert(job.state_seq, key);
-        self.jobs.insert(key, job);
+        self.jobs.restore(key, job);
         let i = fin(state);
         self.evicted.count[i] = self.evicted.count[i].saturating_sub(1);
         true

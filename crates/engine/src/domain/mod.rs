@@ -4,6 +4,7 @@
 pub mod event;
 pub mod evicted;
 pub mod job;
+pub mod job_store;
 pub mod job_table;
 pub mod options;
 pub mod persist;

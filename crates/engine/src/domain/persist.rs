@@ -1,7 +1,9 @@
-//! What a durable queue must write: operations record which jobs they touched (`touch`) and
-//! whether the queue's own row changed; at the end of each engine call the touched jobs are
+//! What a durable queue must write. Job changes are recorded by the queue's
+//! [`super::job_store::JobStore`] as they are made (no change without naming its columns); the
+//! queue's own row (the paused flag) by [`QueueState::set_paused`]; operations on rows only the
+//! file holds are queued as they are. At the end of each engine call the recorded jobs are
 //! snapshotted into [`StorageOp`]s, in order, for the storage writer. Pure data, no I/O. On an
-//! in-memory engine `persist` is off and `touch` returns at once.
+//! in-memory engine nothing is recorded.
 
 use std::sync::Arc;
 
@@ -140,11 +142,10 @@ impl StorageOp {
     }
 }
 
-/// Dirty tracking of one queue.
+/// What changed in a queue besides its jobs (those are recorded by its
+/// [`super::job_store::JobStore`]).
 #[derive(Debug, Default)]
 pub struct Dirty {
-    pub persist: bool,
-    pub jobs: Vec<(JobKey, u8)>,
     /// Operations on evicted rows, in order.
     pub disk: Vec<StorageOp>,
     pub meta: bool,
@@ -167,30 +168,22 @@ fn json_array(items: &[Box<str>]) -> Option<String> {
 }
 
 impl QueueState {
-    /// Records that job `key` changed (`flags`: [`NEW`], [`STATE`], [`EXTRA`], [`DATA`]).
-    #[inline]
-    pub(super) fn touch(&mut self, key: JobKey, flags: u8) {
-        if self.dirty.persist {
-            self.dirty.jobs.push((key, flags));
-        }
-    }
-
-    /// Records that the queue's own row changed.
-    #[inline]
-    pub(super) fn touch_meta(&mut self) {
-        if self.dirty.persist {
+    /// Pauses or resumes the queue: its row is written.
+    pub(super) fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+        if self.jobs.persists() {
             self.dirty.meta = true;
         }
     }
 
     /// Whether this queue persists its changes.
     pub fn persists(&self) -> bool {
-        self.dirty.persist
+        self.jobs.persists()
     }
 
     /// Turns persistence on (durable engines) or off.
     pub fn set_persist(&mut self, on: bool) {
-        self.dirty.persist = on;
+        self.jobs.set_persist(on);
     }
 
     fn state_cols(&self, job: &Job) -> StateCols {
@@ -243,7 +236,7 @@ impl QueueState {
 
     /// Snapshots everything touched since the last call into storage operations, in order.
     pub fn take_storage_ops(&mut self, out: &mut Vec<StorageOp>) {
-        if !self.dirty.persist {
+        if !self.jobs.persists() {
             return;
         }
         let q = self.name.clone();
@@ -256,7 +249,7 @@ impl QueueState {
         }
         meta |= !self.dirty.disk.is_empty();
         out.append(&mut self.dirty.disk);
-        let touched = std::mem::take(&mut self.dirty.jobs);
+        let touched = self.jobs.take_touched();
         meta |= self.push_job_ops(&q, touched, out);
         if meta {
             out.push(StorageOp::Queue(

@@ -19,9 +19,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::event::{Event, EventKind};
 use super::evicted::Evicted;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
+use super::job_store::JobStore;
 use super::job_table::JobTable;
 use super::options::{JobOptions, KeepJobs};
-use super::persist::{Dirty, EXTRA, NEW, STATE};
+use super::persist::{Dirty, EXTRA, STATE};
 use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
 use crate::structures::DelayedHeap;
@@ -107,7 +108,7 @@ const STACKTRACE_LIMIT: usize = 10;
 /// One queue.
 pub struct QueueState {
     pub name: Arc<str>,
-    pub(super) jobs: JobTable,
+    pub(super) jobs: JobStore,
     pub(super) custom_ids: FxHashMap<Box<str>, JobKey>,
     names: FxHashSet<Arc<str>>,
     pub(super) last_auto_id: u64,
@@ -144,7 +145,7 @@ impl QueueState {
         let seed = crate::structures::fnv1a(name.as_bytes()) as u64 | 1;
         QueueState {
             name,
-            jobs: JobTable::default(),
+            jobs: JobStore::default(),
             custom_ids: FxHashMap::default(),
             names: FxHashSet::default(),
             last_auto_id: 0,
@@ -218,8 +219,8 @@ impl QueueState {
             }
         };
         // The id sequences are not written here: recovery takes them from the highest key in the
-        // file, and deletions write them (see `take_storage_ops`).
-        self.touch(key, NEW);
+        // file, and deletions write them (see `take_storage_ops`). Inserting the record writes
+        // its row.
         let name = self.intern(&job.name);
         let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
         record.set_opts_json(job.opts_json);
@@ -260,8 +261,7 @@ impl QueueState {
         } else {
             self.order_seq
         };
-        self.touch(key, STATE);
-        let Some(job) = self.jobs.get_mut(&key) else {
+        let Some(job) = self.jobs.change(&key, STATE) else {
             return;
         };
         job.state = if job.priority > 0 {
@@ -271,13 +271,14 @@ impl QueueState {
             JobState::Waiting
         };
         let priority = job.priority;
-        self.ready.push(&mut self.jobs, key, (priority, order));
+        self.ready
+            .push(self.jobs.heap_slots(), key, (priority, order));
     }
 
     /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
     pub(super) fn unready(&mut self, key: JobKey) -> bool {
-        self.touch(key, STATE);
-        match self.ready.remove(&mut self.jobs, key) {
+        self.jobs.moved(key, STATE);
+        match self.ready.remove(self.jobs.heap_slots(), key) {
             Some((priority, _)) => {
                 if priority > 0 {
                     self.prioritized -= 1;
@@ -319,7 +320,7 @@ impl QueueState {
         }
         let mut taken = 0;
         while taken < max {
-            let Some((key, (priority, _))) = self.ready.pop(&mut self.jobs) else {
+            let Some((key, (priority, _))) = self.ready.pop(self.jobs.heap_slots()) else {
                 break;
             };
             if priority > 0 {
@@ -328,8 +329,7 @@ impl QueueState {
             self.lock_seq += 1;
             let lock = self.lock_seq;
             let seq = self.next_state_seq();
-            self.touch(key, STATE);
-            let Some(job) = self.jobs.get_mut(&key) else {
+            let Some(job) = self.jobs.change(&key, STATE) else {
                 continue;
             };
             let prev = job.state.as_str();
@@ -366,14 +366,12 @@ impl QueueState {
         now: u64,
         fx: &mut Effects,
     ) -> AckResult {
-        let Some(job) = self.jobs.get_mut(&key) else {
+        let Some(job) = self.jobs.get(&key) else {
             return AckResult::Stale;
         };
         if job.state != JobState::Active || job.lock != lock {
             return AckResult::Stale;
         }
-        let active_seq = job.state_seq;
-        self.active.remove(&active_seq);
         // A `null` return value over no earlier one (the common no-op processor) changes no
         // extra column: nothing is allocated for it and only the state columns are written.
         let extra_changes = match &outcome {
@@ -383,10 +381,12 @@ impl QueueState {
             }
             Outcome::Failed { .. } => true,
         };
-        if self.dirty.persist {
-            let what = if extra_changes { STATE | EXTRA } else { STATE };
-            self.dirty.jobs.push((key, what));
-        }
+        let what = if extra_changes { STATE | EXTRA } else { STATE };
+        let Some(job) = self.jobs.change(&key, what) else {
+            return AckResult::Stale;
+        };
+        let active_seq = job.state_seq;
+        self.active.remove(&active_seq);
         match outcome {
             Outcome::Released => {
                 self.push_ready(key, true);
@@ -411,7 +411,7 @@ impl QueueState {
                     job.extra_mut().returnvalue = (&*value != "null").then_some(value);
                 }
                 let seq = self.next_state_seq();
-                if let Some(job) = self.jobs.get_mut(&key) {
+                if let Some(job) = self.jobs.change(&key, STATE) {
                     job.state_seq = seq;
                 }
                 self.completed.insert(seq, key);
@@ -451,12 +451,12 @@ impl QueueState {
                     self.retry_after(key, delay, now, fx);
                     return AckResult::Retrying { delay };
                 }
-                if let Some(job) = self.jobs.get_mut(&key) {
+                if let Some(job) = self.jobs.change(&key, STATE) {
                     job.state = JobState::Failed;
                     job.finished_on = now;
                 }
                 let seq = self.next_state_seq();
-                if let Some(job) = self.jobs.get_mut(&key) {
+                if let Some(job) = self.jobs.change(&key, STATE) {
                     job.state_seq = seq;
                 }
                 self.failed.insert(seq, key);
@@ -480,7 +480,7 @@ impl QueueState {
     fn retry_after(&mut self, key: JobKey, delay: u64, now: u64, fx: &mut Effects) {
         if delay > 0 {
             let run_at = now.saturating_add(delay);
-            if let Some(job) = self.jobs.get_mut(&key) {
+            if let Some(job) = self.jobs.change(&key, STATE) {
                 job.state = JobState::Delayed;
                 job.delay = delay;
             }
@@ -560,7 +560,7 @@ impl QueueState {
 
     /// Drops a job that is already out of every state structure.
     pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
-        self.touch(key, STATE);
+        // Removing the record deletes its row.
         let job = self.jobs.remove(&key)?;
         if let Some(id) = job.custom_id() {
             self.custom_ids.remove(id);

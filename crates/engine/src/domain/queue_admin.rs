@@ -31,8 +31,7 @@ impl QueueState {
     /// Stops handing out jobs; adds still land.
     pub fn pause(&mut self, fx: &mut Effects) {
         if !self.paused {
-            self.paused = true;
-            self.touch_meta();
+            self.set_paused(true);
             self.emit(fx, || EventKind::Paused);
         }
     }
@@ -40,8 +39,7 @@ impl QueueState {
     /// Hands out jobs again and wakes waiters.
     pub fn resume(&mut self, fx: &mut Effects) {
         if self.paused {
-            self.paused = false;
-            self.touch_meta();
+            self.set_paused(false);
             let n = self.ready.len();
             if n > 0 {
                 self.waiters.notify(n);
@@ -54,7 +52,7 @@ impl QueueState {
     /// Returns how many were removed. O(n).
     pub fn drain(&mut self, delayed: bool) -> usize {
         let mut keys: Vec<JobKey> = self.ready.keys(&self.jobs);
-        self.ready.clear(&mut self.jobs);
+        self.ready.clear(self.jobs.heap_slots());
         self.prioritized = 0;
         if delayed {
             keys.extend(self.delayed.iter().map(|(k, _)| k));
@@ -122,9 +120,9 @@ impl QueueState {
         }
         let mut fresh = QueueState::new(self.name.clone());
         std::mem::swap(&mut fresh.waiters, &mut self.waiters);
-        fresh.dirty.persist = self.dirty.persist;
+        fresh.jobs.set_persist(self.jobs.persists());
         fresh.dirty.wipe = true;
-        fresh.dirty.meta = fresh.dirty.persist;
+        fresh.dirty.meta = fresh.jobs.persists();
         fresh.finished_limit = self.finished_limit;
         fresh.listeners = self.listeners;
         // Ids restart at 1, so tokens must not: an activation from before the obliterate must
@@ -181,8 +179,7 @@ impl QueueState {
     ) -> Result<()> {
         let key = self.existing(id)?;
         let ev = (self.listeners > 0).then(|| progress.clone());
-        self.touch(key, EXTRA);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, EXTRA) {
             job.extra_mut().progress = Some(progress);
         }
         if let Some(data) = ev {
@@ -197,10 +194,9 @@ impl QueueState {
     /// Appends a log row; returns the number of rows. `keep` > 0 keeps only the newest rows.
     pub fn add_log(&mut self, id: &str, row: Box<str>, keep: usize) -> Result<usize> {
         let key = self.existing(id)?;
-        self.touch(key, EXTRA);
         let job = self
             .jobs
-            .get_mut(&key)
+            .change(&key, EXTRA)
             .ok_or_else(|| EngineError::JobNotFound(id.to_string()))?;
         let logs = &mut job.extra_mut().logs;
         logs.push(row);
@@ -234,8 +230,7 @@ impl QueueState {
     /// Replaces a job's data (JSON text).
     pub fn update_data(&mut self, id: &str, data: Box<str>) -> Result<()> {
         let key = self.existing(id)?;
-        self.touch(key, DATA);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, DATA) {
             job.data = data;
         }
         Ok(())
@@ -246,8 +241,7 @@ impl QueueState {
     pub fn change_priority(&mut self, id: &str, priority: u32, lifo: bool) -> Result<()> {
         let key = self.existing(id)?;
         let was_ready = self.unready(key);
-        self.touch(key, STATE);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, STATE) {
             job.priority = priority;
         }
         if was_ready {
@@ -262,8 +256,7 @@ impl QueueState {
         self.expect_state(key, JobState::Delayed, "changeDelay")?;
         let run_at = now.saturating_add(delay);
         self.delayed.insert(key, run_at);
-        self.touch(key, STATE);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, STATE) {
             job.delay = delay;
         }
         fx.wake_at = Some(fx.wake_at.map_or(run_at, |w| w.min(run_at)));
@@ -279,7 +272,7 @@ impl QueueState {
         let key = self.existing(id)?;
         self.expect_state(key, JobState::Delayed, "promote")?;
         self.delayed.remove(&key);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, STATE) {
             job.delay = 0;
         }
         self.push_ready(key, false);
@@ -311,8 +304,7 @@ impl QueueState {
         self.expect_state(key, from, "retry")?;
         let seq = self.jobs.get(&key).map_or(0, |j| j.state_seq);
         self.finished_set(from).remove(&seq);
-        self.touch(key, STATE | EXTRA);
-        if let Some(job) = self.jobs.get_mut(&key) {
+        if let Some(job) = self.jobs.change(&key, STATE | EXTRA) {
             job.finished_on = 0;
             job.processed_on = 0;
             if reset_attempts {

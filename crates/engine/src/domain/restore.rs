@@ -117,10 +117,10 @@ impl QueueState {
                     q.failed.insert(job.state_seq, key);
                 }
             }
-            q.jobs.insert(key, job);
+            q.jobs.restore(key, job);
         }
         for (key, prio) in ready_later {
-            q.ready.push(&mut q.jobs, key, prio);
+            q.ready.push(q.jobs.heap_slots(), key, prio);
         }
         // Latest activation first, so that pushing each to the head leaves the earliest first.
         stalled.sort_unstable_by(|a, b| b.cmp(a));
@@ -133,7 +133,7 @@ impl QueueState {
 
     fn recover_stalled(&mut self, key: u64, now: u64) {
         let seq = self.next_state_seq();
-        let Some(job) = self.jobs.get_mut(&key) else {
+        let Some(job) = self.jobs.change(&key, STATE | EXTRA) else {
             return;
         };
         job.attempts_made += 1;
@@ -148,7 +148,6 @@ impl QueueState {
         } else {
             self.push_ready(key, true);
         }
-        self.touch(key, STATE | EXTRA);
         self.stalled.push(id);
     }
 }
