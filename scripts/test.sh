@@ -15,6 +15,12 @@ npm run --silent build
 
 cargo test --workspace --release --features ferroqueue-engine/indexed-heap
 
+# Loom models of the hand-made concurrency protocols (event hub, commit notice, writer hand-off;
+# src/loom_models.rs), in their own target directory: `--cfg loom` rebuilds every crate.
+# Preemptions are bounded at 3, as loom advises; each model runs in seconds.
+LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test --release --quiet -p ferroqueue-engine --lib loom_models
+
 # The public typings compile, and misuse of the generics is a type error.
 npx tsc -p __test__/types
 

@@ -22,6 +22,10 @@ pub mod domain;
 pub mod error;
 pub mod storage;
 pub mod structures;
+pub mod sync;
+
+#[cfg(all(test, loom))]
+mod loom_models;
 
 pub use application::engine::{Ack, Engine, EngineConfig};
 pub use backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};

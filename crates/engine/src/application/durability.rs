@@ -1,8 +1,6 @@
 //! Durability of an engine: commit tickets, waits for commits and for room in the writer's
 //! backlog (woken by commits, never polling), the commit notifier, storage failures.
 
-use std::sync::atomic::Ordering;
-
 use super::engine::{Engine, Inner};
 use super::events::Notifier;
 use crate::error::{EngineError, Result};
@@ -106,17 +104,13 @@ impl Engine {
     /// Sets the function called (on the writer thread, coalesced) after commits; the callee reads
     /// [`Engine::take_commit_notice`].
     pub fn set_commit_notifier(&self, n: Option<Notifier>) {
-        *self.inner.commit_notifier.write() = n;
-        self.inner.commit_scheduled.store(false, Ordering::Release);
-        self.inner.notify_commit();
+        self.inner.notice.set_notifier(n);
     }
 
-    /// Re-arms the commit notifier and returns the committed sequence number.
+    /// Re-arms the commit notifier and returns the committed sequence number (see
+    /// `commit_notice.rs`).
     pub fn take_commit_notice(&self) -> u64 {
-        // SeqCst on both sides (here and in `notify_commit`): the writer's "store committed,
-        // then test the flag" and our "clear the flag, then read committed" must not both miss.
-        self.inner.commit_scheduled.swap(false, Ordering::SeqCst);
-        self.committed()
+        self.inner.notice.take()
     }
 }
 
@@ -129,17 +123,9 @@ impl Inner {
             None => self.hub.release(seq),
         }
         self.commits.send_replace(seq);
-        self.notify_commit();
-    }
-
-    /// Calls the commit notifier unless a call is already pending (and only if one is set, so
-    /// a notifier set later is not left disarmed).
-    pub(super) fn notify_commit(&self) {
-        let notifier = self.commit_notifier.read().clone();
-        if let Some(n) = notifier {
-            if !self.commit_scheduled.swap(true, Ordering::SeqCst) {
-                n();
-            }
-        }
+        // After a failure the committed number stays where it was; JS, rung, learns of the
+        // failure from `storage_failure`.
+        self.notice
+            .publish(self.storage.as_ref().map_or(0, Storage::committed));
     }
 }

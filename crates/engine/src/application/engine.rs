@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
+use super::commit_notice::CommitNotice;
 use super::events::{EventHub, Notifier};
 use super::timer::Timer;
 use crate::backend::QueueRef;
@@ -79,8 +80,7 @@ pub(super) struct Inner {
     timer: Arc<Timer>,
     closed: AtomicBool,
     pub(super) storage: Option<Storage>,
-    pub(super) commit_notifier: RwLock<Option<Notifier>>,
-    pub(super) commit_scheduled: AtomicBool,
+    pub(super) notice: CommitNotice,
     /// Wakes waits for a commit ([`Engine::commit_of`]) after each commit, failure or close.
     pub(super) commits: tokio::sync::watch::Sender<u64>,
     /// This engine among the process's engines, for commit tickets (see `tickets.rs`).
@@ -156,8 +156,7 @@ impl Engine {
             timer: Timer::new(),
             closed: AtomicBool::new(false),
             storage,
-            commit_notifier: RwLock::new(None),
-            commit_scheduled: AtomicBool::new(false),
+            notice: CommitNotice::default(),
             commits: tokio::sync::watch::Sender::new(0),
             serial: super::tickets::next_serial(),
         });
@@ -316,12 +315,7 @@ impl Engine {
                     // Timed out; a wake-up may have raced the deadline. Close the receiver under
                     // the shard lock (notifications happen under it) and pass a wake-up that
                     // arrived on to the next waiter, so no job waits for another timeout.
-                    self.with(q, |qs, _, _| {
-                        rx.close();
-                        if rx.try_recv().is_ok() {
-                            qs.waiters.notify(1);
-                        }
-                    });
+                    self.with(q, |qs, _, _| qs.waiters.give_up(&mut rx));
                     return (0, "[]".into());
                 }
             }

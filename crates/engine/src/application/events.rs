@@ -7,10 +7,9 @@
 //! a crash could still undo.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use crate::sync::{AtomicBool, Mutex, Ordering, RwLock};
 
 pub use crate::domain::event::{Event, EventKind};
 

@@ -1,6 +1,7 @@
 //! The application layer: the [`engine::Engine`] that routes operations to shards, runs the
 //! delayed-job timer, serves long-poll pulls and fans events out through the [`events::EventHub`].
 
+pub(crate) mod commit_notice;
 mod durability;
 mod embedded;
 pub mod engine;

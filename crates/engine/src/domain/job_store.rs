@@ -58,13 +58,6 @@ impl JobStore {
         self.table.get_mut(key)
     }
 
-    /// Records a change of `columns` of job `key` made outside its record: its place in the
-    /// ready heap (the `ord` column).
-    #[inline]
-    pub fn moved(&mut self, key: JobKey, columns: u8) {
-        self.record(key, columns);
-    }
-
     /// Adds a new job: a new row.
     pub fn insert(&mut self, key: JobKey, job: Job) -> Option<Job> {
         self.record(key, NEW);
@@ -119,14 +112,13 @@ mod tests {
         s.set_persist(true);
         s.insert(2, job(2));
         s.change(&2, STATE);
-        s.moved(2, STATE);
         s.restore(3, job(3));
         s.change(&3, EXTRA);
         s.evict(&1);
         s.remove(&2);
         assert_eq!(
             s.take_touched(),
-            vec![(2, NEW), (2, STATE), (2, STATE), (3, EXTRA), (2, 0)]
+            vec![(2, NEW), (2, STATE), (3, EXTRA), (2, 0)]
         );
         assert!(s.take_touched().is_empty());
         assert_eq!(s.len(), 1);

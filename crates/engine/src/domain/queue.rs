@@ -277,7 +277,8 @@ impl QueueState {
 
     /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
     pub(super) fn unready(&mut self, key: JobKey) -> bool {
-        self.jobs.moved(key, STATE);
+        // Not recorded here: every caller changes the job next (removes it, or records its new
+        // priority and place), which writes the `ord` column.
         match self.ready.remove(self.jobs.heap_slots(), key) {
             Some((priority, _)) => {
                 if priority > 0 {

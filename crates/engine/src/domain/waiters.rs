@@ -78,6 +78,15 @@ impl WaiterQueue {
         woken
     }
 
+    /// A waiter gives up (its pull timed out): it closes its receiver, and a wake-up that raced
+    /// in before it did is passed on to the next waiter, so no job waits for another timeout.
+    pub fn give_up(&mut self, rx: &mut oneshot::Receiver<()>) {
+        rx.close();
+        if rx.try_recv().is_ok() {
+            self.notify(1);
+        }
+    }
+
     /// Cancels every waiter of `puller` (their pulls resolve empty), or, if none is registered,
     /// its next registration. O(waiters).
     pub fn cancel(&mut self, puller: u32) {
@@ -221,5 +230,77 @@ mod tests {
         assert_eq!(q.live(), 3_000);
         assert_eq!(q.notify(3_000), 3_000);
         assert!(q.capacity_used() < COMPACT_AT * 2);
+    }
+
+    /// Every order of the operations that race a pull's timeout (they all run under the shard
+    /// lock, so whole operations interleave): one or two jobs arriving (`notify`) and each of
+    /// two waiters giving up. A wake-up never ends with a waiter that gave up: a live waiter
+    /// holds it, or, with none left, the pending bit does.
+    #[test]
+    fn give_up_never_loses_a_wake_up_in_any_order() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        enum Step {
+            Notify,
+            GiveUp(usize),
+        }
+        fn orders(rest: Vec<Step>, done: Vec<Step>, out: &mut Vec<Vec<Step>>) {
+            if rest.is_empty() {
+                if !out.contains(&done) {
+                    out.push(done);
+                }
+                return;
+            }
+            for i in 0..rest.len() {
+                let mut r = rest.clone();
+                let mut d = done.clone();
+                d.push(r.remove(i));
+                orders(r, d, out);
+            }
+        }
+        let mut all = Vec::new();
+        for notifies in 1..=2 {
+            for gave_up in [vec![], vec![0], vec![1], vec![0, 1]] {
+                let mut steps = vec![Step::Notify; notifies];
+                steps.extend(gave_up.iter().map(|w| Step::GiveUp(*w)));
+                orders(steps, Vec::new(), &mut all);
+            }
+        }
+        assert_eq!(all.len(), 30, "every distinct order");
+        for order in all {
+            let mut q = WaiterQueue::default();
+            let mut rx = [q.register(1).unwrap(), q.register(2).unwrap()];
+            let mut gone = [false, false];
+            let mut woken = [false, false];
+            for step in &order {
+                match *step {
+                    Step::Notify => {
+                        q.notify(1);
+                    }
+                    Step::GiveUp(w) => {
+                        q.give_up(&mut rx[w]);
+                        gone[w] = true;
+                    }
+                }
+            }
+            for w in 0..2 {
+                if !gone[w] {
+                    woken[w] = rx[w].try_recv().is_ok();
+                }
+            }
+            let live = (0..2).filter(|w| !gone[*w]).count();
+            let notifies = order.iter().filter(|s| **s == Step::Notify).count();
+            if live > 0 {
+                let held = woken.iter().filter(|w| **w).count();
+                assert!(
+                    held >= notifies.min(live),
+                    "{order:?}: {held} live waiter(s) woken for {notifies} job(s)"
+                );
+            } else {
+                assert!(
+                    q.pending(),
+                    "{order:?}: the wake-up was lost with the waiters"
+                );
+            }
+        }
     }
 }

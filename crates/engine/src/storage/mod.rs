@@ -3,6 +3,7 @@
 
 mod apply;
 mod coalesce;
+pub(crate) mod handoff;
 pub mod recovery;
 pub mod schema;
 pub mod writer;

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use super::apply::{apply, Applied, Deleted};
+use super::handoff::Handoff;
 use crate::domain::persist::StorageOp;
 use crate::error::EngineError;
 
@@ -21,15 +22,8 @@ use crate::error::EngineError;
 /// evicted rows the transaction deleted.
 pub type OnCommit = Arc<dyn Fn(u64, Vec<Deleted>) + Send + Sync>;
 
-struct Pending {
-    ops: Vec<StorageOp>,
-    seq: u64,
-    closing: bool,
-}
-
 pub(super) struct Shared {
-    pending: Mutex<Pending>,
-    cv: Condvar,
+    pending: Handoff<StorageOp>,
     committed: AtomicU64,
     /// Copy of `Pending::seq`, readable without the lock (the writer's short spin).
     submitted: AtomicU64,
@@ -62,12 +56,7 @@ impl Writer {
     /// Starts the writer on `conn`.
     pub fn start(conn: Connection, path: PathBuf, sync_full: bool) -> std::io::Result<Writer> {
         let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending {
-                ops: Vec::new(),
-                seq: 0,
-                closing: false,
-            }),
-            cv: Condvar::new(),
+            pending: Handoff::default(),
             committed: AtomicU64::new(0),
             submitted: AtomicU64::new(0),
             submitted_at: AtomicU64::new(0),
@@ -99,28 +88,20 @@ impl Writer {
     /// Queues operations for the next group; returns their sequence number (the current one when
     /// `ops` is empty).
     pub fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
-        let mut p = self.shared.pending.lock();
-        if p.closing {
-            // The writer is gone or going: nothing more is written. Dropping the ops drops
-            // their reply senders, so nobody waits for an answer that will not come.
-            ops.clear();
-            return p.seq;
-        }
-        if !ops.is_empty() {
-            self.shared.backlog.fetch_add(ops.len(), Ordering::AcqRel);
-            p.ops.append(ops);
-            p.seq += 1;
-            self.shared.submitted.store(p.seq, Ordering::Release);
-            let at = self.shared.started.elapsed().as_nanos() as u64;
-            self.shared.submitted_at.store(at, Ordering::Relaxed);
-            self.shared.cv.notify_one();
-        }
-        p.seq
+        let shared = &self.shared;
+        let seq = shared.pending.submit(ops, |count, seq| {
+            shared.backlog.fetch_add(count, Ordering::AcqRel);
+            shared.submitted.store(seq, Ordering::Release);
+            let at = shared.started.elapsed().as_nanos() as u64;
+            shared.submitted_at.store(at, Ordering::Relaxed);
+        });
+        // After close nothing more is written (see `Handoff::submit`).
+        seq.unwrap_or_else(|| shared.pending.seq())
     }
 
     /// Sequence number of the last submission.
     pub fn submitted(&self) -> u64 {
-        self.shared.pending.lock().seq
+        self.shared.pending.seq()
     }
 
     /// Sequence number up to which everything is committed.
@@ -163,11 +144,7 @@ impl Writer {
     /// whose teardown ends here), it cannot wait for itself: the writer finishes the same way
     /// once the hook returns, and drops `keep` last.
     pub fn close(&self, keep: Option<Box<dyn Send>>) {
-        {
-            let mut p = self.shared.pending.lock();
-            p.closing = true;
-            self.shared.cv.notify_one();
-        }
+        self.shared.pending.close();
         // The guard is held through the join: a second caller waits until the first is done.
         let mut thread = self.thread.lock();
         let on_writer = thread
@@ -195,13 +172,8 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
         if spin {
             spin_for_work(&shared, taken, idle_from);
         }
-        let (ops, seq, closing) = {
-            let mut p = shared.pending.lock();
-            while p.ops.is_empty() && !p.closing {
-                shared.cv.wait(&mut p);
-            }
-            (std::mem::take(&mut p.ops), p.seq, p.closing)
-        };
+        let taken_now = shared.pending.take();
+        let (ops, seq, closing) = (taken_now.items, taken_now.seq, taken_now.closing);
         taken = seq;
         let count = ops.len();
         #[cfg(any(test, feature = "test-hooks"))]
@@ -255,7 +227,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
         for (tx, row) in applied.revived {
             let _ = tx.send(row);
         }
-        if closing && shared.pending.lock().ops.is_empty() {
+        if closing && shared.pending.is_empty() {
             break;
         }
     }
