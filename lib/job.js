@@ -1,10 +1,12 @@
 'use strict'
 // The Job: BullMQ's fields and methods over a queue handle. A Job belongs to the Queue or Worker
-// that produced it (`job.queue`), whose native handle its methods use.
+// that produced it (`job.queue`), a QueueHandle (handle.js), whose native handle its methods use:
+// that contract is all a Job knows of its owner, so this file needs neither queue.js nor worker.js.
 
 const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
+const { QueueHandle } = require('./handle')
 
 function orUndefined(x) {
   return x === null ? undefined : x
@@ -71,7 +73,7 @@ class Job {
   /** The queue handle, once the job's queue and id are known to be usable. */
   get _h() {
     const q = this.queue
-    if (q === null || typeof q !== 'object' || typeof q._ensureOpen !== 'function') {
+    if (!(q instanceof QueueHandle)) {
       throw typeError('job.queue', `must be the Queue or Worker the job came from, got ${v.describe(q)}`)
     }
     v.name('job.id', this.id)

@@ -3,8 +3,7 @@
 // batches (no polling). Listeners get (payload, eventId), `drained` gets (eventId); every event
 // about a job is emitted a second time as `${event}:${jobId}`, as BullMQ does.
 
-const { EventEmitter } = require('node:events')
-const { openHandle, closeHandle } = require('./queue')
+const { QueueHandle } = require('./handle')
 const { QueueError } = require('./errors')
 const v = require('./validate')
 
@@ -13,14 +12,13 @@ function perJob(event) {
   return typeof event === 'string' && event.includes(':')
 }
 
-class QueueEvents extends EventEmitter {
+class QueueEvents extends QueueHandle {
   /**
    * @param {string} name queue name
    * @param {{ autorun?: boolean, lastEventId?: '$', prefix?: string }} [opts]
    */
   constructor(name, opts) {
-    super()
-    openHandle(this, 'QueueEvents', name, opts, (o) => v.optionalBoolean('autorun', o.autorun))
+    super('QueueEvents', name, opts, (o) => v.optionalBoolean('autorun', o.autorun))
     this._waiters = new Map()
     this._running = false
     this._stopped = null
@@ -99,7 +97,7 @@ class QueueEvents extends EventEmitter {
     this._closed = true
     if (this._running) this._engine.unlisten(this._h, this._key, this)
     this._running = false
-    await closeHandle(this)
+    await this._closeHandle()
     if (this._stopped) this._stopped()
     this.emit('closed')
   }

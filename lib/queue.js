@@ -1,65 +1,15 @@
 'use strict'
 // Queue: BullMQ's producer and admin API over one native queue handle.
 
-const { EventEmitter } = require('node:events')
-const { binding, fromBinding, acquireEngine, releaseEngine, openQueue, isPending, native } = require('./native')
-const { QueueError, typeError, inputError } = require('./errors')
+const { binding, fromBinding, isPending, native } = require('./native')
+const { QueueHandle } = require('./handle')
+const { typeError, inputError } = require('./errors')
 const { Job } = require('./job')
 const { addBulk } = require('./bulk')
-const { checkClassOptions } = require('./options')
 const v = require('./validate')
 
 const ALL_TYPES = ['waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'paused']
 const CLEAN_TYPES = ['completed', 'failed', 'delayed', 'wait', 'waiting', 'prioritized', 'paused', 'active']
-
-/** BullMQ's default prefix: the namespace of plain queue names (see Engine::queue_ref_in). */
-const DEFAULT_PREFIX = 'bull'
-
-/**
- * Options shared by Queue, Worker and QueueEvents (`dataPath`, `durability`, `prefix`): checks
- * them and the names `cls` takes, finds the engine and opens the handle. `check(opts)` checks the
- * owner's own options first (on the caller's own copy of them), so that a bad option throws
- * before any engine is held.
- */
-function openHandle(owner, cls, name, opts, check) {
-  v.queueName(name)
-  owner.name = name
-  owner.opts = v.ownOptions(opts)
-  try {
-    checkClassOptions(cls, owner.opts)
-  } catch (e) {
-    throw inputError(e, 'opts')
-  }
-  if (check) check(owner.opts)
-  const prefix = owner.opts.prefix
-  // The queue's name inside the engine, as events carry it.
-  owner._key = prefix === undefined || prefix === DEFAULT_PREFIX ? name : `${prefix}:${name}`
-  const { engine, durability } = acquireEngine(owner.opts)
-  try {
-    owner._h = openQueue(engine.id, name, prefix ?? null)
-  } catch (e) {
-    releaseEngine(engine).catch(() => {})
-    throw e
-  }
-  owner._engine = engine
-  owner._durability = durability
-  owner._closed = false
-}
-
-/** Lets go of the engine once (the last user of a durable engine closes it). */
-function closeHandle(owner) {
-  if (owner._released) return Promise.resolve()
-  owner._released = true
-  return releaseEngine(owner._engine)
-}
-
-/**
- * The wait for the changes made so far to be durable: a promise on a durable engine with
- * durability 'commit' or 'fsync', null otherwise (in memory, or 'buffered').
- */
-function commitWait(owner) {
-  return owner._durability === 'buffered' ? null : owner._engine.commitBarrier()
-}
 
 function checkTypes(types) {
   try {
@@ -77,17 +27,17 @@ function checkId(id) {
   v.name('id', id)
 }
 
-class Queue extends EventEmitter {
+class Queue extends QueueHandle {
   /**
    * @param {string} name
    * @param {{ defaultJobOptions?: object }} [opts]
    */
   constructor(name, opts) {
-    super()
-    openHandle(this, 'Queue', name, opts, (o) => {
-      this.defaultJobOptions = v.ownJobOptions(o.defaultJobOptions, 'defaultJobOptions')
+    let defaults
+    super('Queue', name, opts, (o) => {
+      defaults = v.ownJobOptions(o.defaultJobOptions, 'defaultJobOptions')
       if (!o.defaultJobOptions) return
-      const text = v.optionsJson(this.defaultJobOptions, 'defaultJobOptions')
+      const text = v.optionsJson(defaults, 'defaultJobOptions')
       try {
         binding.checkJobOptions(text)
       } catch (e) {
@@ -96,10 +46,7 @@ class Queue extends EventEmitter {
         throw err
       }
     })
-  }
-
-  _ensureOpen() {
-    if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', `queue "${this.name}" is closed`)
+    this.defaultJobOptions = defaults
   }
 
   _call(fn, ...args) {
@@ -113,18 +60,14 @@ class Queue extends EventEmitter {
 
   /**
    * Runs a changing call and resolves once its change is durable: an answer at hand waits for
-   * the tick's commit (see commitWait); a pending one resolves once committed.
+   * the tick's commit (see QueueHandle#_commitWait); a pending one resolves once committed.
    */
   async _change(fn, ...args) {
     const r = this._call(fn, ...args)
     if (isPending(r)) return native(r)
-    const wait = commitWait(this)
+    const wait = this._commitWait()
     if (wait) await wait
     return r
-  }
-
-  _commitWait() {
-    return commitWait(this)
   }
 
   /** Resolves once the queue can be used (at once: nothing to connect to). */
@@ -161,12 +104,12 @@ class Queue extends EventEmitter {
     if (isPending(code)) code = await native(code)
     if (code < 0) {
       // The existing job may be an add still on its way to the file: wait for it too.
-      const wait = commitWait(this)
+      const wait = this._commitWait()
       if (wait) await wait
       return this.getJob(merged.jobId)
     }
     const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId, timestamp)
-    const wait = commitWait(this)
+    const wait = this._commitWait()
     if (wait) await wait
     this.emit('waiting', job)
     return job
@@ -320,8 +263,8 @@ class Queue extends EventEmitter {
   /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
   async close() {
     this._closed = true
-    await closeHandle(this)
+    await this._closeHandle()
   }
 }
 
-module.exports = { Queue, openHandle, closeHandle, commitWait, ALL_TYPES }
+module.exports = { Queue, ALL_TYPES }

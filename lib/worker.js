@@ -2,11 +2,10 @@
 // Worker: pulls batches of jobs (one sync try, then one async long-poll when the queue is empty),
 // runs the user's processor on each, and acknowledges outcomes in one sync call per tick.
 
-const { EventEmitter } = require('node:events')
 const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, rangeError, textOf, inputError } = require('./errors')
 const { Job } = require('./job')
-const { openHandle, closeHandle, commitWait } = require('./queue')
+const { QueueHandle } = require('./handle')
 const v = require('./validate')
 
 let nextPuller = 1
@@ -105,7 +104,7 @@ function settleJob(entry, now) {
   } catch {}
 }
 
-class Worker extends EventEmitter {
+class Worker extends QueueHandle {
   /**
    * @param {string} name queue name
    * @param {(job, token, signal) => Promise<any>} processor
@@ -114,10 +113,9 @@ class Worker extends EventEmitter {
    *           settings?: { backoffStrategy?: Function } }} [opts]
    */
   constructor(name, processor, opts) {
-    super()
     if (typeof processor !== 'function') throw typeError('processor', `must be a function, got ${v.describe(processor)}`)
     let keep
-    openHandle(this, 'Worker', name, opts, (o) => {
+    super('Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
       v.optionalBoolean('autorun', o.autorun)
       v.number('drainDelay', o.drainDelay ?? 5)
@@ -450,7 +448,7 @@ class Worker extends EventEmitter {
       if (this._active.size === 0 && this._pulling && this._emitting.size === 0) this._maybeDrained()
     }
     // Outcomes are reported only once they are durable (at once in memory).
-    const wait = commitWait(this)
+    const wait = this._commitWait()
     if (wait) {
       const p = wait.then(
         () => {
@@ -527,10 +525,6 @@ class Worker extends EventEmitter {
     this._puller = nextPuller++
   }
 
-  _commitWait() {
-    return commitWait(this)
-  }
-
   /** Called by Job#updateProgress for jobs of this worker. */
   _onProgress(job, progress) {
     this.emit('progress', job, progress)
@@ -601,7 +595,7 @@ class Worker extends EventEmitter {
       if (this._runPromise) await this._runPromise
       if (!force) await this._whenIdle()
       while (this._emitting.size) await Promise.all([...this._emitting])
-      await closeHandle(this)
+      await this._closeHandle()
       this.emit('closed')
     })()
     return this._closing
