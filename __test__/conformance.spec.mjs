@@ -280,4 +280,14 @@ describe('a typed boundary', () => {
     const q = mkQueue()
     expect(binding.ack(q._h, '[{"id":"1","token":1,"ok":true}]')).toEqual([binding.AckOutcome.Stale])
   })
+
+  it('add answers an automatic id, or a native AddOutcome', () => {
+    expect(binding.AddOutcome).toMatchObject({ CustomId: 0, Duplicate: -1 })
+    const q = mkQueue()
+    expect(binding.add(q._h, 'n', '{}', null, 0)).toBe(1)
+    expect(binding.add(q._h, 'n', '{}', '{"jobId":"x"}', 0)).toBe(binding.AddOutcome.CustomId)
+    expect(binding.add(q._h, 'n', '{}', '{"jobId":"x"}', 0)).toBe(binding.AddOutcome.Duplicate)
+    const codes = binding.addBulk(q._h, '[{"name":"a"},{"name":"b","opts":{"jobId":"x"}}]', 0)
+    expect([...codes]).toEqual([2, binding.AddOutcome.Duplicate])
+  })
 })

@@ -13,6 +13,9 @@ const { typeError, inputError, textOf, isOurs } = require('./errors')
 const { Job } = require('./job')
 const v = require('./validate')
 
+/** What an addBulk code means when it is not an automatic id (see src/queue.rs). */
+const { CustomId, Duplicate } = binding.AddOutcome
+
 /** Jobs per native call (and per turn of the event loop) of a large addBulk. */
 const BULK_SLICE = 10_000
 
@@ -104,8 +107,8 @@ async function addBulk(queue, jobs) {
     for (let i = 0; i < wire.length; i++) {
       const w = wire[i]
       const k = s * BULK_SLICE + i
-      if (c[i] < 0) out[k] = await queue.getJob(w.opts.jobId)
-      else out[k] = new Job(queue, w.name, w.data, w.opts, c[i] > 0 ? String(c[i]) : w.opts.jobId, now)
+      if (c[i] === Duplicate) out[k] = await queue.getJob(w.opts.jobId)
+      else out[k] = new Job(queue, w.name, w.data, w.opts, c[i] === CustomId ? w.opts.jobId : String(c[i]), now)
     }
   }
   return out

@@ -102,13 +102,13 @@ class Queue extends QueueHandle {
       throw fromBinding(e)
     }
     if (isPending(code)) code = await native(code)
-    if (code < 0) {
+    if (code === binding.AddOutcome.Duplicate) {
       // The existing job may be an add still on its way to the file: wait for it too.
       const wait = this._commitWait()
       if (wait) await wait
       return this.getJob(merged.jobId)
     }
-    const job = new Job(this, name, data, merged, code > 0 ? String(code) : merged.jobId, timestamp)
+    const job = new Job(this, name, data, merged, code === binding.AddOutcome.CustomId ? merged.jobId : String(code), timestamp)
     const wait = this._commitWait()
     if (wait) await wait
     this.emit('waiting', job)

@@ -17,13 +17,22 @@ use crate::text::js_text;
 
 type Result<T> = std::result::Result<T, EngineError>;
 
-/// `add`'s answer as a number: the automatic id (> 0), 0 for a new job with a custom id, -1
-/// when a job with that custom id existed already (nothing added).
+/// What `add` did when it did not assign an automatic id (an automatic id is answered as the
+/// number itself, > 0).
+#[napi]
+pub enum AddOutcome {
+    /// A new job under the custom id it was given.
+    CustomId = 0,
+    /// A job with that custom id existed already: nothing was added.
+    Duplicate = -1,
+}
+
+/// `add`'s answer as a number: the automatic id (> 0), or an [`AddOutcome`] value.
 fn added_code(a: Added, custom: bool) -> f64 {
     match a {
         Added::New(key) if !custom => key as f64,
-        Added::New(_) => 0.0,
-        Added::Duplicate(_) => -1.0,
+        Added::New(_) => AddOutcome::CustomId as i32 as f64,
+        Added::Duplicate(_) => AddOutcome::Duplicate as i32 as f64,
     }
 }
 
@@ -40,8 +49,12 @@ pub fn check_job_options(env: &Env, opts: String) -> napi::Result<()> {
     run(env, || options(Some(&opts)).map(|_| ()))
 }
 
-/// Adds one job. `data` and `opts` are JSON text. Answers the code of [`added_code`].
-#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
+/// Adds one job. `data` and `opts` are JSON text. Answers the automatic id (> 0) or an
+/// [`AddOutcome`].
+#[napi(
+    catch_unwind,
+    ts_return_type = "number | AddOutcome | Promise<number | AddOutcome>"
+)]
 pub fn add(
     env: &Env,
     h: u32,
@@ -119,7 +132,7 @@ fn codes(added: Vec<Added>, custom: Vec<bool>) -> Vec<f64> {
 }
 
 /// Adds many jobs, all or none, in order (see [`parse_bulk`] for `jobs`); all are validated
-/// before any is added. Answers one code per job as for [`add`].
+/// before any is added. Answers one code per job as for [`add`] (an id, or an [`AddOutcome`]).
 ///
 /// Codes at hand are copied into memory V8 owns: napi-rs 3.16's `Float64Array::new(vec)` never
 /// frees the `Vec` behind the external buffer (its finalizer drops a copy that skips the free),
