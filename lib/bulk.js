@@ -95,7 +95,11 @@ async function addBulk(queue, jobs) {
   for (let i = 0; i < slices.length; i++) {
     if (i > 0) await turn()
     queue._ensureOpen()
-    codes.push(call(binding.addBulk, queue._h, slices[i].text, now))
+    const c = call(binding.addBulk, queue._h, slices[i].text, now)
+    // A pending answer is awaited below, after other awaits: mark it handled now, so that its
+    // failure (the storage failed meanwhile) is never reported as an unhandled rejection.
+    if (isPending(c)) c.catch(() => {})
+    codes.push(c)
   }
   const wait = queue._commitWait()
   if (wait) await wait

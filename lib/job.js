@@ -6,7 +6,6 @@
 const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
-const { QueueHandle } = require('./handle')
 
 function orUndefined(x) {
   return x === null ? undefined : x
@@ -73,7 +72,9 @@ class Job {
   /** The queue handle, once the job's queue and id are known to be usable. */
   get _h() {
     const q = this.queue
-    if (!(q instanceof QueueHandle)) {
+    // The QueueHandle contract (handle.js), checked by shape: a Job of another copy of this
+    // module (a second install in node_modules) still works.
+    if (q === null || typeof q !== 'object' || typeof q._ensureOpen !== 'function' || typeof q._commitWait !== 'function') {
       throw typeError('job.queue', `must be the Queue or Worker the job came from, got ${v.describe(q)}`)
     }
     v.name('job.id', this.id)
@@ -91,12 +92,13 @@ class Job {
   }
 
   /**
-   * Runs a changing call and resolves once its change is durable: an answer at hand waits for
-   * the tick's commit; a pending one (the backend had to fetch the job first) once committed.
+   * Runs a changing call and resolves once its change is durable: its answer (at hand, or
+   * pending: the backend fetched the job first, or held the change back), then the wait for
+   * this thread's commit ticket.
    */
   async _change(fn, ...args) {
-    const r = this._call(fn, ...args)
-    if (isPending(r)) return native(r)
+    let r = this._call(fn, ...args)
+    if (isPending(r)) r = await native(r)
     const wait = this.queue._commitWait()
     if (wait) await wait
     return r

@@ -59,12 +59,13 @@ class Queue extends QueueHandle {
   }
 
   /**
-   * Runs a changing call and resolves once its change is durable: an answer at hand waits for
-   * the tick's commit (see QueueHandle#_commitWait); a pending one resolves once committed.
+   * Runs a changing call and resolves once its change is durable: its answer (at hand, or
+   * pending: held back by the writer, or made after a file read), then the wait for this
+   * thread's commit ticket (see QueueHandle#_commitWait).
    */
   async _change(fn, ...args) {
-    const r = this._call(fn, ...args)
-    if (isPending(r)) return native(r)
+    let r = this._call(fn, ...args)
+    if (isPending(r)) r = await native(r)
     const wait = this._commitWait()
     if (wait) await wait
     return r

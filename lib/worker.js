@@ -413,8 +413,10 @@ class Worker extends QueueHandle {
     if (texts.length === 0) return
     const results = this._ackAll(texts, entries)
     if (isPending(results)) {
-      // A backend that answers acks after a round trip: settle the jobs when it does. A batch
-      // that fails leaves its jobs active (at-least-once: they are delivered again).
+      // Acks answered later (held back by the writer's backlog, or a database round trip):
+      // settle the jobs when they are. If the answer fails (the storage failed, or the round
+      // trip), the outcomes count as not recorded here; a durable backend delivers those jobs
+      // again (at-least-once).
       const p = results
         .then(
           (r) => this._acked(entries, r),
@@ -508,7 +510,9 @@ class Worker extends QueueHandle {
     if (jobs.length === 0) return
     const acks = jobs.map((j) => `{"id":${JSON.stringify(String(j.id))},"token":${j.token},"release":true}`)
     try {
-      binding.ack(this._h, '[' + acks.join(',') + ']')
+      const r = binding.ack(this._h, '[' + acks.join(',') + ']')
+      // Held back (back-pressure) or a round trip: a failure is reported, never unhandled.
+      if (isPending(r)) r.catch((e) => this._emitError(fromBinding(e)))
     } catch (e) {
       this._emitError(fromBinding(e))
     }

@@ -10,9 +10,11 @@
 //!   common case costs no async call.
 //! - Nothing assumes the backend owns the only copy of a job: a job is found, listed, counted,
 //!   changed and removed by the backend, wherever it lives.
-//! - Durability is a commit ticket: a change that answers `Now` may not be committed yet; its
-//!   ticket is read with [`Backend::ticket`] and is committed once [`Backend::committed`]
-//!   reaches it. A change that answers `Later` resolves only once committed.
+//! - Durability is a commit ticket: a change made on the calling thread (answered `Now`, or
+//!   answered `Later` only because the backend holds producers back) may not be committed yet;
+//!   its ticket is read with [`Backend::ticket`] and is committed once [`Backend::committed`]
+//!   reaches it. A change made elsewhere (after a round trip, on another thread) resolves only
+//!   once committed. Callers wait for both: the answer, then the ticket.
 
 use std::future::Future;
 use std::pin::Pin;

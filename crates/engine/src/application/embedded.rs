@@ -76,6 +76,14 @@ impl Engine {
         })
     }
 
+    /// Like [`Engine::paced`], for an answer that may be an error (answered at once).
+    fn paced_result<T: Send + 'static>(&self, r: Result<T>) -> Reply<T> {
+        match r {
+            Ok(v) => self.paced(v),
+            Err(e) => Reply::Now(Err(e)),
+        }
+    }
+
     /// Whether a page of `states` must be read from the file (finished jobs beyond memory).
     fn pages_from_file(&self, q: &QueueRef, states: &[StateFilter]) -> bool {
         self.is_durable()
@@ -227,11 +235,7 @@ impl Backend for Engine {
                 if self.pages_from_file(q, &[state]) =>
             {
                 let (e, q) = (self.clone(), q.clone());
-                Reply::later(async move {
-                    let ids = e.clean_with_disk(&q, grace, limit, s).await?;
-                    e.commit_of(e.submitted()).await?;
-                    Ok(ids)
-                })
+                Reply::later(async move { e.clean_with_disk(&q, grace, limit, s).await })
             }
             _ => Reply::Now(Ok(
                 self.with(q, |qs, now, fx| qs.clean(grace, limit, state, now, fx))
@@ -258,7 +262,7 @@ impl Backend for Engine {
             Err(e) => Err(e),
         });
         match removed {
-            Ok(Some(done)) => Reply::Now(Ok(done)),
+            Ok(Some(done)) => self.paced(done),
             Err(e) => Reply::Now(Err(e)),
             Ok(None) => {
                 let e = self.clone();
@@ -272,15 +276,14 @@ impl Backend for Engine {
         let first = self.with(q, |qs, now, fx| match apply(qs, id, &change, now, fx) {
             Err(EngineError::JobNotFound(m)) => match qs.evicted_key(id) {
                 // Only the file has it: bring it back into memory first.
-                Some(key) if qs.begin_revive(key, tx) => Err(Some(key)),
+                Some(key) if qs.begin_revive(key, tx) => Err(key),
                 _ => Ok(Err(EngineError::JobNotFound(m))),
             },
             r => Ok(r),
         });
         let key = match first {
-            Ok(r) => return Reply::Now(r),
-            Err(Some(key)) => key,
-            Err(None) => return Reply::Now(Err(EngineError::JobNotFound(id.to_string()))),
+            Ok(r) => return self.paced_result(r),
+            Err(key) => key,
         };
         let (e, q, id) = (self.clone(), q.clone(), id.to_string());
         Reply::later(async move {

@@ -240,12 +240,15 @@ impl Engine {
             qs.evict_overflow();
             r
         });
+        let changed = !ops.is_empty();
         // Submitted, and events handed to the hub, under the shard lock: storage and listeners
         // see a queue's changes in the order they were made.
         let seq = self.inner.submit(&mut ops);
         self.inner.after(fx, seq);
         drop(shard);
-        if seq > 0 {
+        // Only a change gets a ticket: a call that wrote nothing must not make this thread wait
+        // for other threads' changes.
+        if changed {
             super::tickets::note(self.inner.serial, seq);
         }
         (r, seq)

@@ -196,7 +196,8 @@ impl Engine {
     }
 
     /// `clean` of a finished state over disk and memory: evicted rows first (they are the
-    /// oldest), then memory, at most `limit` (0: no limit) in all; resolves the removed ids.
+    /// oldest), then memory, at most `limit` (0: no limit) in all; resolves the removed ids once
+    /// every deletion is committed.
     pub async fn clean_with_disk(
         &self,
         q: &QueueRef,
@@ -230,7 +231,10 @@ impl Engine {
         let mut ids = self.replied(rx).await?;
         let left = limit.saturating_sub(ids.len());
         if left > 0 {
-            ids.extend(self.with(q, |qs, now, fx| qs.clean(grace, left, filter, now, fx)));
+            let (mem, seq) = self.with_seq(q, |qs, now, fx| qs.clean(grace, left, filter, now, fx));
+            // Made off the caller's thread, after a wait: its own ticket, waited for here.
+            self.commit_of(seq).await?;
+            ids.extend(mem);
         }
         Ok(ids)
     }

@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use super::job::{parse_auto_id, JobKey, JobState, CUSTOM_KEY_BIT};
-use super::persist::{JobRow, RevivedReply, StorageOp};
+use super::persist::{JobRow, RevivedReply, StorageOp, STATE};
 use super::queue::QueueState;
 
 /// Finished jobs kept in memory per state and queue on a durable engine (spec: bounded sets).
@@ -31,10 +31,19 @@ pub struct Evicted {
     pub count: [u64; 2],
     /// Custom ids of evicted jobs.
     pub ids: FxHashMap<Box<str>, JobKey>,
-    /// Evicted jobs being brought back into memory: key -> the order `seq` their row was given
-    /// by the queued [`StorageOp::Revive`]. Counted as in memory by [`QueueState::oldest_in_memory`],
-    /// so no deletion of evicted rows queued meanwhile reaches their rows.
-    pub reviving: FxHashMap<JobKey, u64>,
+    /// Evicted jobs being brought back into memory, by key. Counted as in memory by
+    /// [`QueueState::oldest_in_memory`], so no deletion of evicted rows queued meanwhile reaches
+    /// their rows, and never evicted again while a caller still waits to change them.
+    pub reviving: FxHashMap<JobKey, Revival>,
+}
+
+/// One evicted job on its way back into memory.
+#[derive(Debug, Clone, Copy)]
+pub struct Revival {
+    /// The order its row was given by the queued [`StorageOp::Revive`].
+    pub seq: u64,
+    /// Callers waiting to change it (each queued its own `Revive`, with the same `seq`).
+    pub callers: u32,
 }
 
 impl QueueState {
@@ -64,7 +73,7 @@ impl QueueState {
         } else {
             &self.completed
         };
-        let reviving = self.evicted.reviving.values().min().copied();
+        let reviving = self.evicted.reviving.values().map(|r| r.seq).min();
         let oldest = set.first_key_value().map_or(u64::MAX, |(s, _)| *s);
         reviving.map_or(oldest, |r| r.min(oldest))
     }
@@ -76,10 +85,28 @@ impl QueueState {
             return;
         }
         for state in [JobState::Completed, JobState::Failed] {
-            while self.finished_set(state).len() > self.finished_limit {
-                let Some((_, key)) = self.finished_set(state).pop_first() else {
-                    break;
-                };
+            let over = self
+                .finished_set(state)
+                .len()
+                .saturating_sub(self.finished_limit);
+            if over == 0 {
+                continue;
+            }
+            // The oldest first, except jobs that callers still wait to change (revived).
+            let reviving = &self.evicted.reviving;
+            let set = if state == JobState::Failed {
+                &self.failed
+            } else {
+                &self.completed
+            };
+            let victims: Vec<(u64, JobKey)> = set
+                .iter()
+                .filter(|(_, k)| !reviving.contains_key(k))
+                .take(over)
+                .map(|(s, k)| (*s, *k))
+                .collect();
+            for (seq, key) in victims {
+                self.finished_set(state).remove(&seq);
                 if let Some(job) = self.jobs.evict(&key) {
                     if let Some(id) = job.into_custom_id() {
                         self.custom_ids.remove(&id);
@@ -173,12 +200,16 @@ impl QueueState {
         }
         // A revival already under way: ask again with the same order (the update is idempotent),
         // so that every caller's reply matches.
-        let seq = match self.evicted.reviving.get(&key) {
-            Some(s) => *s,
+        let seq = match self.evicted.reviving.get_mut(&key) {
+            Some(r) => {
+                r.callers += 1;
+                r.seq
+            }
             None => {
-                let s = self.next_state_seq();
-                self.evicted.reviving.insert(key, s);
-                s
+                let seq = self.next_state_seq();
+                let r = Revival { seq, callers: 1 };
+                self.evicted.reviving.insert(key, r);
+                seq
             }
         };
         self.dirty.disk.push(StorageOp::Revive {
@@ -190,29 +221,41 @@ impl QueueState {
         true
     }
 
-    /// Takes in the row claimed by [`QueueState::begin_revive`] (`None`: the file had no such
-    /// finished job). Returns whether the job is now in memory: false also when the revival was
-    /// cancelled meanwhile (the job was removed, or the queue obliterated).
+    /// One caller's end of a revival: takes in the row its [`QueueState::begin_revive`] claimed
+    /// (`None`: the file had no such finished job), unless an earlier caller did. Returns whether
+    /// the job is in memory for this caller to change: false when the revival was cancelled
+    /// meanwhile (the job was removed, or the queue obliterated: then a job in memory under the
+    /// same key is another job).
     pub fn finish_revive(&mut self, key: JobKey, row: Option<JobRow>) -> bool {
+        let Some(r) = self.evicted.reviving.get_mut(&key) else {
+            return false;
+        };
+        r.callers = r.callers.saturating_sub(1);
+        let seq = r.seq;
+        if r.callers == 0 {
+            self.evicted.reviving.remove(&key);
+        }
         if self.jobs.contains_key(&key) {
+            // An earlier caller took it in; it stayed in memory for this one.
             return true;
         }
-        let pending = self.evicted.reviving.remove(&key);
         let Some(row) = row else { return false };
         let state = row.state.state;
-        if pending != Some(row.state.seq)
-            || !matches!(state, JobState::Completed | JobState::Failed)
-        {
+        if row.state.seq != seq || !matches!(state, JobState::Completed | JobState::Failed) {
             return false;
         }
-        // The file has the row as it is now: nothing to write.
-        let job = super::restore::job_of(row);
+        let mut job = super::restore::job_of(row);
         if let Some(id) = job.custom_id() {
             self.evicted.ids.remove(id);
             self.custom_ids.insert(id.into(), key);
         }
-        self.finished_set(state).insert(job.state_seq, key);
+        // The newest of its state now (jobs evicted while it was on its way may be newer than
+        // the order it was claimed with); the new order is written.
+        let newest = self.next_state_seq();
+        job.state_seq = newest;
+        self.finished_set(state).insert(newest, key);
         self.jobs.restore(key, job);
+        let _ = self.jobs.change(&key, STATE);
         let i = fin(state);
         self.evicted.count[i] = self.evicted.count[i].saturating_sub(1);
         true

@@ -196,6 +196,16 @@ impl QueueState {
         self.state_seq
     }
 
+    /// Puts a job (already in `jobs`) in the delayed heap to run at `run_at`. Its `seq` (written)
+    /// orders it after the jobs scheduled before it for the same time, also after a restart.
+    pub(super) fn schedule(&mut self, key: JobKey, run_at: u64) {
+        let seq = self.next_state_seq();
+        if let Some(job) = self.jobs.change(&key, STATE) {
+            job.state_seq = seq;
+        }
+        self.delayed.insert(key, run_at);
+    }
+
     /// Adds one job. O(log n).
     pub fn add(&mut self, job: NewJob, now: u64, fx: &mut Effects) -> Added {
         if let Some(id) = &job.opts.job_id {
@@ -237,7 +247,7 @@ impl QueueState {
                 delay: run_at,
             });
             self.jobs.insert(key, record);
-            self.delayed.insert(key, run_at);
+            self.schedule(key, run_at);
             fx.wake(run_at);
         } else {
             self.emit(fx, || EventKind::Waiting {
@@ -485,7 +495,7 @@ impl QueueState {
                 job.state = JobState::Delayed;
                 job.delay = delay;
             }
-            self.delayed.insert(key, run_at);
+            self.schedule(key, run_at);
             fx.wake(run_at);
             self.emit(fx, || EventKind::Delayed {
                 job_id: id_of(key, &self.jobs),
@@ -561,7 +571,8 @@ impl QueueState {
 
     /// Drops a job that is already out of every state structure.
     pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
-        // Removing the record deletes its row.
+        // Removing the record deletes its row; a revival still under way for it is over.
+        self.evicted.reviving.remove(&key);
         let job = self.jobs.remove(&key)?;
         if let Some(id) = job.custom_id() {
             self.custom_ids.remove(id);

@@ -255,7 +255,7 @@ impl QueueState {
         let key = self.existing(id)?;
         self.expect_state(key, JobState::Delayed, "changeDelay")?;
         let run_at = now.saturating_add(delay);
-        self.delayed.insert(key, run_at);
+        self.schedule(key, run_at);
         if let Some(job) = self.jobs.change(&key, STATE) {
             job.delay = delay;
         }

@@ -87,6 +87,7 @@ impl QueueState {
         }
         let mut stalled = Vec::new();
         let mut ready_later = Vec::new();
+        let mut delayed = Vec::new();
         for row in rows {
             let (run_at, ord) = (row.state.run_at, row.state.ord);
             let job = job_of(row);
@@ -106,9 +107,7 @@ impl QueueState {
                     }
                     ready_later.push((key, (job.priority, ord)));
                 }
-                JobState::Delayed => {
-                    q.delayed.insert(key, run_at);
-                }
+                JobState::Delayed => delayed.push((run_at, job.state_seq, key)),
                 JobState::Active => stalled.push((job.state_seq, key)),
                 JobState::Completed => {
                     q.completed.insert(job.state_seq, key);
@@ -121,6 +120,11 @@ impl QueueState {
         }
         for (key, prio) in ready_later {
             q.ready.push(q.jobs.heap_slots(), key, prio);
+        }
+        // In the order they were scheduled: jobs due at the same time keep their order.
+        delayed.sort_unstable();
+        for (run_at, _, key) in delayed {
+            q.delayed.insert(key, run_at);
         }
         // Latest activation first, so that pushing each to the head leaves the earliest first.
         stalled.sort_unstable_by(|a, b| b.cmp(a));

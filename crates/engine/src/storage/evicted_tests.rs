@@ -285,3 +285,70 @@ async fn revivals_race_with_removals_cleans_and_each_other() {
     assert_eq!(logs.1, 1);
     e.close();
 }
+
+/// A revival cancelled by an obliterate never changes the new job that reuses the key; a
+/// revived job stays in memory until every caller that waited for it has changed it; a change
+/// whose revival ends after the engine closed fails with ERR_QUEUE_CLOSED, never silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revivals_across_obliterate_eviction_and_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("across.db");
+    let (e, q, clock) = ten_completed(&path);
+    let log = |row: &str| JobChange::Log {
+        row: format!("\"{row}\"").into(),
+        keep: 0,
+    };
+    // obliterate while "2" is on its way back: the change must not land on the new job 2
+    let change = Backend::change(&e, &q, "2", log("old"));
+    Backend::obliterate(&e, &q, true).wait().await.unwrap();
+    for _ in 0..3 {
+        add(&e, &q, "{}");
+    }
+    let err = change.wait().await.unwrap_err();
+    assert_eq!(err.code(), "ERR_JOB_NOT_FOUND");
+    let logs = Backend::logs(&e, &q, "2", page(0, -1, true))
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(logs.1, 0, "the new job 2 was not touched");
+    // two callers wait for one evicted job; many jobs finish between their changes
+    complete_all(&e, &q, &clock);
+    for _ in 0..6 {
+        add(&e, &q, "{}");
+    }
+    complete_all(&e, &q, &clock);
+    settle(&e);
+    assert!(e.evicted_key(&q, "1").is_some());
+    let first = Backend::change(&e, &q, "1", log("a"));
+    let second = Backend::change(&e, &q, "1", log("b"));
+    assert_eq!(first.wait().await.unwrap(), 1);
+    for _ in 0..5 {
+        add(&e, &q, "{}");
+    }
+    complete_all(&e, &q, &clock);
+    assert_eq!(
+        second.wait().await.unwrap(),
+        2,
+        "still in memory for the second caller"
+    );
+    settle(&e);
+    // closed while a revival is under way
+    let key = e.evicted_key(&q, "2").unwrap();
+    assert!(e.job_json(&q, "2").is_none(), "job {key} is evicted");
+    let late = Backend::change(&e, &q, "2", log("late"));
+    e.close();
+    let err = late.wait().await.unwrap_err();
+    assert_eq!(err.code(), "ERR_QUEUE_CLOSED");
+    let e = open(&path, clock.clone());
+    let logs = Backend::logs(&e, &q, "1", page(0, -1, true))
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(logs, (vec!["\"a\"".to_string(), "\"b\"".to_string()], 2));
+    let logs = Backend::logs(&e, &q, "2", page(0, -1, true))
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(logs.1, 0, "the change after close was not written");
+    e.close();
+}

@@ -18,6 +18,9 @@ use super::handoff::Handoff;
 use crate::domain::persist::StorageOp;
 use crate::error::EngineError;
 
+/// The sequence number of operations dropped because the writer was closing: never committed.
+pub const NEVER: u64 = u64::MAX;
+
 /// Called on the writer thread after each commit with the committed sequence number and the
 /// evicted rows the transaction deleted.
 pub type OnCommit = Arc<dyn Fn(u64, Vec<Deleted>) + Send + Sync>;
@@ -86,8 +89,10 @@ impl Writer {
     }
 
     /// Queues operations for the next group; returns their sequence number (the current one when
-    /// `ops` is empty).
+    /// `ops` is empty). Operations submitted after [`Writer::close`] are dropped and get
+    /// [`NEVER`]: whoever waits for their commit learns that the engine closed instead.
     pub fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
+        let had_ops = !ops.is_empty();
         let shared = &self.shared;
         let seq = shared.pending.submit(ops, |count, seq| {
             shared.backlog.fetch_add(count, Ordering::AcqRel);
@@ -95,8 +100,12 @@ impl Writer {
             let at = shared.started.elapsed().as_nanos() as u64;
             shared.submitted_at.store(at, Ordering::Relaxed);
         });
-        // After close nothing more is written (see `Handoff::submit`).
-        seq.unwrap_or_else(|| shared.pending.seq())
+        match seq {
+            Some(s) => s,
+            // After close nothing more is written (see `Handoff::submit`).
+            None if had_ops => NEVER,
+            None => shared.pending.seq(),
+        }
     }
 
     /// Sequence number of the last submission.
