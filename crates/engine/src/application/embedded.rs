@@ -8,20 +8,14 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::engine::{Ack, Engine};
-use super::engine_disk::delete_evicted;
+use super::engine_disk::{delete_evicted, row_logs_page};
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
-use crate::domain::job::{JobKey, JobState};
+use crate::domain::job::JobState;
+use crate::domain::persist::JobRow;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::domain::queue_read::StateFilter;
 use crate::error::{EngineError, Result};
-
-/// Where a job asked for by id is.
-enum Found<T> {
-    Memory(T),
-    File(JobKey),
-    Nowhere,
-}
 
 /// Applies `change` to the job `id` in memory.
 fn apply(
@@ -48,18 +42,31 @@ fn apply(
 }
 
 impl Engine {
-    /// Looks a job up in memory with `f`, else tells whether the file may hold it.
-    fn find<T>(
+    /// Job `id` as `f` reads it from memory, else, if only the file can hold it, as `from_row`
+    /// reads its row there (after a wait for the commit of everything submitted); `None` when
+    /// there is no such job.
+    fn find<T: Send + 'static>(
         &self,
         q: &QueueRef,
         id: &str,
         f: impl FnOnce(&QueueState) -> Option<T>,
-    ) -> Found<T> {
-        self.read(q, |qs| match f(qs) {
-            Some(v) => Found::Memory(v),
-            None => qs.evicted_key(id).map_or(Found::Nowhere, Found::File),
-        })
-        .unwrap_or(Found::Nowhere)
+        from_row: impl FnOnce(JobRow) -> T + Send + 'static,
+    ) -> Reply<Option<T>> {
+        let found = self.read(q, |qs| match f(qs) {
+            Some(v) => Ok(Some(v)),
+            None => qs.evicted_key(id).map_or(Ok(None), Err),
+        });
+        match found {
+            Some(Ok(v)) => Reply::Now(Ok(v)),
+            None => Reply::Now(Ok(None)),
+            Some(Err(key)) => {
+                let (e, q) = (self.clone(), q.clone());
+                Reply::later(async move {
+                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(from_row)))
+                        .await
+                })
+            }
+        }
     }
 
     /// `value` now, or once the writer's backlog has room again: back-pressure on producers that
@@ -133,31 +140,11 @@ impl Backend for Engine {
     }
 
     fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
-        match self.find(q, id, |qs| qs.job_json(id)) {
-            Found::Memory(j) => Reply::Now(Ok(Some(j))),
-            Found::Nowhere => Reply::Now(Ok(None)),
-            Found::File(key) => {
-                let (e, q) = (self.clone(), q.clone());
-                Reply::later(async move {
-                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(crate::domain::row_json)))
-                        .await
-                })
-            }
-        }
+        self.find(q, id, |qs| qs.job_json(id), crate::domain::row_json)
     }
 
     fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>> {
-        match self.find(q, id, |qs| qs.state_of(id)) {
-            Found::Memory(s) => Reply::Now(Ok(Some(s))),
-            Found::Nowhere => Reply::Now(Ok(None)),
-            Found::File(key) => {
-                let (e, q) = (self.clone(), q.clone());
-                Reply::later(async move {
-                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(|r| r.state.state)))
-                        .await
-                })
-            }
-        }
+        self.find(q, id, |qs| qs.state_of(id), |r| r.state.state)
     }
 
     fn jobs(&self, q: &QueueRef, states: Vec<StateFilter>, page: Page) -> Reply<String> {
@@ -192,21 +179,16 @@ impl Backend for Engine {
     }
 
     fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)> {
-        let found = self.find(q, id, |qs| {
-            qs.state_of(id)
-                .map(|_| qs.logs(id, page.start, page.end, page.asc))
-        });
-        match found {
-            Found::Memory(l) => Reply::Now(Ok(l)),
-            Found::Nowhere => Reply::Now(Ok((Vec::new(), 0))),
-            Found::File(key) => {
-                let (e, q) = (self.clone(), q.clone());
-                Reply::later(async move {
-                    e.read_file(move |e| e.disk_logs(&q, key, page.start, page.end, page.asc))
-                        .await
-                })
-            }
-        }
+        self.find(
+            q,
+            id,
+            |qs| {
+                qs.state_of(id)
+                    .map(|_| qs.logs(id, page.start, page.end, page.asc))
+            },
+            move |row| row_logs_page(&row, page),
+        )
+        .map(Option::unwrap_or_default)
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

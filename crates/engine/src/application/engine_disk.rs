@@ -6,7 +6,7 @@
 use tokio::sync::oneshot;
 
 use super::engine::Engine;
-use crate::backend::QueueRef;
+use crate::backend::{Page, QueueRef};
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::persist::{JobRow, StorageOp};
 use crate::domain::queue_read::{page_bounds, StateFilter};
@@ -66,30 +66,6 @@ impl Engine {
                 None => Ok(None),
             }
         })
-    }
-
-    /// A page of a stored job's logs and their total. Blocking.
-    pub fn disk_logs(
-        &self,
-        q: &QueueRef,
-        key: JobKey,
-        start: i64,
-        end: i64,
-        asc: bool,
-    ) -> Result<(Vec<String>, usize)> {
-        let Some(row) = self.disk_row(q, key)? else {
-            return Ok((Vec::new(), 0));
-        };
-        let mut logs: Vec<String> = row_logs(&row).into_iter().map(Into::into).collect();
-        if !asc {
-            logs.reverse();
-        }
-        let total = logs.len();
-        let page = match page_bounds(total, start, end) {
-            Some((a, b)) => logs[a..=b].to_vec(),
-            None => Vec::new(),
-        };
-        Ok((page, total))
     }
 
     /// Like [`Engine::jobs_json`], but finished states are read from the file, where they are
@@ -267,6 +243,20 @@ pub(super) fn delete_evicted(
         key,
         reply: Some(tx),
     }
+}
+
+/// A page of a stored job's log rows and their total.
+pub(super) fn row_logs_page(row: &JobRow, page: Page) -> (Vec<String>, usize) {
+    let mut logs: Vec<String> = row_logs(row).into_iter().map(Into::into).collect();
+    if !page.asc {
+        logs.reverse();
+    }
+    let total = logs.len();
+    let rows = match page_bounds(total, page.start, page.end) {
+        Some((a, b)) => logs.drain(a..=b).collect(),
+        None => Vec::new(),
+    };
+    (rows, total)
 }
 
 /// Splits a JSON array of records produced by the engine into the records' texts. A text that

@@ -46,9 +46,17 @@ impl JobStore {
 
     #[inline]
     fn record(&mut self, key: JobKey, columns: u8) {
-        if self.persist {
-            self.touched.push((key, columns));
+        if !self.persist {
+            return;
         }
+        // The same job changing again in one operation (an ack sets state, then order) is
+        // recorded once.
+        if let Some(&(k, c)) = self.touched.last() {
+            if k == key && c & columns == columns && columns != 0 && c != 0 {
+                return;
+            }
+        }
+        self.touched.push((key, columns));
     }
 
     /// The job `key`, to change the `columns` ([`super::persist::STATE`], `EXTRA`, `DATA`) named.
@@ -111,6 +119,7 @@ mod tests {
         assert!(s.take_touched().is_empty(), "nothing recorded in memory");
         s.set_persist(true);
         s.insert(2, job(2));
+        s.change(&2, STATE);
         s.change(&2, STATE);
         s.restore(3, job(3));
         s.change(&3, EXTRA);

@@ -9,6 +9,7 @@ pub mod job_table;
 pub mod options;
 pub mod persist;
 pub mod queue;
+mod queue_ack;
 mod queue_admin;
 pub mod queue_name;
 pub mod queue_read;

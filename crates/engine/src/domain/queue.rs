@@ -9,7 +9,8 @@
 //!   gives paging, oldest-first trimming for retention and O(log n) removal.
 //!
 //! Invariant: every job in `jobs` is in exactly one of those structures, the one its `state` names.
-//! Reads and administrative operations live in `queue_read.rs` and `queue_admin.rs`.
+//! Finishing an activation lives in `queue_ack.rs`, reads and administrative operations in
+//! `queue_read.rs` and `queue_admin.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,8 +22,8 @@ use super::evicted::Evicted;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_store::JobStore;
 use super::job_table::JobTable;
-use super::options::{JobOptions, KeepJobs};
-use super::persist::{Dirty, EXTRA, STATE};
+use super::options::JobOptions;
+use super::persist::{Dirty, STATE};
 use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
 use crate::structures::DelayedHeap;
@@ -37,7 +38,7 @@ pub struct Effects {
 }
 
 impl Effects {
-    fn wake(&mut self, at: u64) {
+    pub(super) fn wake(&mut self, at: u64) {
         self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
     }
 }
@@ -102,8 +103,6 @@ pub enum AckResult {
 
 /// Most distinct job names interned per queue; beyond that names are allocated per job.
 const MAX_INTERNED_NAMES: usize = 1_024;
-/// Stack traces kept per job, as BullMQ's default `stackTraceLimit`.
-const STACKTRACE_LIMIT: usize = 10;
 
 /// One queue.
 pub struct QueueState {
@@ -366,201 +365,6 @@ impl QueueState {
         taken
     }
 
-    /// Finishes an activation. `keep` is the worker's retention rule, used when the job has none
-    /// of its own. `unit` in [0, 1) draws the jitter. O(log n).
-    pub fn ack(
-        &mut self,
-        key: JobKey,
-        lock: u64,
-        outcome: Outcome,
-        keep: Option<KeepJobs>,
-        now: u64,
-        fx: &mut Effects,
-    ) -> AckResult {
-        let Some(job) = self.jobs.get(&key) else {
-            return AckResult::Stale;
-        };
-        if job.state != JobState::Active || job.lock != lock {
-            return AckResult::Stale;
-        }
-        // A `null` return value over no earlier one (the common no-op processor) changes no
-        // extra column: nothing is allocated for it and only the state columns are written.
-        let extra_changes = match &outcome {
-            Outcome::Released => false,
-            Outcome::Completed(v) => {
-                &**v != "null" || job.extra.as_ref().is_some_and(|e| e.returnvalue.is_some())
-            }
-            Outcome::Failed { .. } => true,
-        };
-        let what = if extra_changes { STATE | EXTRA } else { STATE };
-        let Some(job) = self.jobs.change(&key, what) else {
-            return AckResult::Stale;
-        };
-        let active_seq = job.state_seq;
-        self.active.remove(&active_seq);
-        match outcome {
-            Outcome::Released => {
-                self.push_ready(key, true);
-                if !self.paused {
-                    self.waiters.notify(1);
-                }
-                self.emit(fx, || EventKind::Waiting {
-                    job_id: id_of(key, &self.jobs),
-                    prev: Some("active"),
-                });
-                AckResult::Released
-            }
-            Outcome::Completed(value) => {
-                job.state = JobState::Completed;
-                job.finished_on = now;
-                // BullMQ 6 counts every finished attempt, the successful one included.
-                job.attempts_made += 1;
-                let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
-                let listened = self.listeners > 0;
-                let ev = listened.then(|| (job.id_string(), value.clone()));
-                if extra_changes {
-                    job.extra_mut().returnvalue = (&*value != "null").then_some(value);
-                }
-                let seq = self.next_state_seq();
-                if let Some(job) = self.jobs.change(&key, STATE) {
-                    job.state_seq = seq;
-                }
-                self.completed.insert(seq, key);
-                if let Some((job_id, returnvalue)) = ev {
-                    self.emit(fx, || EventKind::Completed {
-                        job_id,
-                        returnvalue,
-                    });
-                }
-                self.retain(JobState::Completed, key, rule, now);
-                AckResult::Completed
-            }
-            Outcome::Failed {
-                reason,
-                stack,
-                unrecoverable,
-                delay: decided,
-            } => {
-                job.attempts_made += 1;
-                let attempts_made = job.attempts_made;
-                let exhausted = attempts_made >= job.attempts();
-                let backoff = job.policy().and_then(|p| p.backoff);
-                let rule = job.policy().and_then(|p| p.remove_on_fail).or(keep);
-                let extra = job.extra_mut();
-                extra.failed_reason = Some(reason.clone());
-                if let Some(s) = stack {
-                    extra.stacktrace.push(s);
-                    if extra.stacktrace.len() > STACKTRACE_LIMIT {
-                        extra.stacktrace.remove(0);
-                    }
-                }
-                if !unrecoverable && !exhausted {
-                    let unit = self.next_unit();
-                    let delay = decided.unwrap_or_else(|| {
-                        backoff.map_or(0, |b| b.delay_with_jitter(attempts_made, unit))
-                    });
-                    self.retry_after(key, delay, now, fx);
-                    return AckResult::Retrying { delay };
-                }
-                if let Some(job) = self.jobs.change(&key, STATE) {
-                    job.state = JobState::Failed;
-                    job.finished_on = now;
-                }
-                let seq = self.next_state_seq();
-                if let Some(job) = self.jobs.change(&key, STATE) {
-                    job.state_seq = seq;
-                }
-                self.failed.insert(seq, key);
-                self.emit(fx, || EventKind::Failed {
-                    job_id: id_of(key, &self.jobs),
-                    failed_reason: reason,
-                });
-                if exhausted {
-                    self.emit(fx, || EventKind::RetriesExhausted {
-                        job_id: id_of(key, &self.jobs),
-                        attempts_made,
-                    });
-                }
-                self.retain(JobState::Failed, key, rule, now);
-                AckResult::Failed
-            }
-        }
-    }
-
-    /// Puts a failed attempt back: delayed by `delay` ms, or straight to ready.
-    fn retry_after(&mut self, key: JobKey, delay: u64, now: u64, fx: &mut Effects) {
-        if delay > 0 {
-            let run_at = now.saturating_add(delay);
-            if let Some(job) = self.jobs.change(&key, STATE) {
-                job.state = JobState::Delayed;
-                job.delay = delay;
-            }
-            self.schedule(key, run_at);
-            fx.wake(run_at);
-            self.emit(fx, || EventKind::Delayed {
-                job_id: id_of(key, &self.jobs),
-                delay: run_at,
-            });
-        } else {
-            self.push_ready(key, false);
-            if !self.paused {
-                self.waiters.notify(1);
-            }
-            self.emit(fx, || EventKind::Waiting {
-                job_id: id_of(key, &self.jobs),
-                prev: Some("failed"),
-            });
-        }
-    }
-
-    /// Applies a retention rule to the finished set of `state` (completed or failed).
-    /// Applies a retention rule after job `key` entered the finished set of `state`: `true` (or a
-    /// count of 0) removes just that job, as BullMQ does; a count keeps the newest N of the set;
-    /// an age (seconds) drops older ones.
-    fn retain(&mut self, state: JobState, key: JobKey, rule: Option<KeepJobs>, now: u64) {
-        let Some(rule) = rule else { return };
-        let (count, age_secs) = match rule {
-            KeepJobs::All => return,
-            KeepJobs::None => (Some(0), None),
-            KeepJobs::Bounded { count, age_secs } => (count, age_secs),
-        };
-        if count == Some(0) {
-            let seq = self.jobs.get(&key).map_or(0, |j| j.state_seq);
-            self.finished_set(state).remove(&seq);
-            self.forget(key);
-            return;
-        }
-        if let Some(age) = age_secs {
-            let cutoff = now.saturating_sub(age.saturating_mul(1_000));
-            self.drop_evicted_older(state, cutoff);
-            loop {
-                let set = if state == JobState::Completed {
-                    &self.completed
-                } else {
-                    &self.failed
-                };
-                let Some((&seq, &key)) = set.first_key_value() else {
-                    break;
-                };
-                let old = self.jobs.get(&key).is_none_or(|j| j.finished_on < cutoff);
-                if !old {
-                    break;
-                }
-                self.finished_set(state).remove(&seq);
-                self.forget(key);
-            }
-        }
-        if let Some(count) = count {
-            self.trim_evicted(state, count);
-            while self.finished_set(state).len() as u64 > count {
-                let Some((_, key)) = self.finished_set(state).pop_first() else {
-                    break;
-                };
-                self.forget(key);
-            }
-        }
-    }
-
     pub(super) fn finished_set(&mut self, state: JobState) -> &mut BTreeMap<u64, JobKey> {
         match state {
             JobState::Failed => &mut self.failed,
@@ -580,7 +384,8 @@ impl QueueState {
         Some(job)
     }
 
-    fn next_unit(&mut self) -> f64 {
+    /// A draw in [0, 1) for backoff jitter (xorshift).
+    pub(super) fn next_unit(&mut self) -> f64 {
         let mut x = self.rng;
         x ^= x << 13;
         x ^= x >> 7;
