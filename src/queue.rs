@@ -1,8 +1,8 @@
 //! Queue-level calls: adding jobs, reads, pause/resume, drain, clean, obliterate. Each answers
 //! at once, or with a promise where the backend needs a round trip (see `reply.rs`).
 
+use ferroqueue_engine::domain::listing::parse_states;
 use ferroqueue_engine::domain::queue::{Added, NewJob};
-use ferroqueue_engine::domain::queue_read::parse_states;
 use ferroqueue_engine::{EngineError, JobOptions, Page, Reply};
 use napi::bindgen_prelude::{Either, Float64ArraySlice, PromiseRaw};
 use napi::{Env, JsString};
@@ -205,7 +205,7 @@ pub fn get_jobs(
 #[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
 pub fn get_counts(env: &Env, h: u32, types: Vec<String>) -> napi::Result<Answer<'_, String>> {
     let names: Vec<String> = if types.is_empty() {
-        ferroqueue_engine::domain::queue_read::StateFilter::ALL
+        ferroqueue_engine::domain::listing::StateFilter::ALL
             .iter()
             .map(|s| s.to_string())
             .collect()

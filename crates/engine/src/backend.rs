@@ -24,8 +24,8 @@ use std::time::Duration;
 use crate::application::engine::Ack;
 use crate::application::events::Notifier;
 use crate::domain::job::JobState;
+use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, NewJob};
-use crate::domain::queue_read::StateFilter;
 use crate::error::{EngineError, Result};
 
 /// An answer that needs a round trip (or a wait), resolved off the JS thread.

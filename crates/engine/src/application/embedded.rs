@@ -1,6 +1,6 @@
 //! The embedded engine as a [`Backend`]: memory, or memory + one SQLite file. Answers come from
 //! memory at once (`Reply::Now`); only a finished job that the file alone holds (evicted, see
-//! `domain/evicted.rs`) needs a file read or a revival first (`Reply::Later`). This file is the
+//! `domain/queue/evicted.rs`) needs a file read or a revival first (`Reply::Later`). This file is the
 //! whole of that routing: neither the binding nor JS knows where a job lives.
 
 use std::time::Duration;
@@ -8,13 +8,13 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::engine::{Ack, Engine};
-use super::engine_disk::{delete_evicted, row_logs_page};
+use super::engine_disk::stored_logs_page;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use crate::domain::job::Job;
 use crate::domain::job::JobState;
-use crate::domain::persist::JobRow;
+use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
-use crate::domain::queue_read::StateFilter;
 use crate::error::{EngineError, Result};
 
 /// Applies `change` to the job `id` in memory.
@@ -42,15 +42,15 @@ fn apply(
 }
 
 impl Engine {
-    /// Job `id` as `f` reads it from memory, else, if only the file can hold it, as `from_row`
-    /// reads its row there (after a wait for the commit of everything submitted); `None` when
+    /// Job `id` as `f` reads it from memory, else, if only the file can hold it, as
+    /// `from_stored` reads the job stored there (after a wait for the commit of everything submitted); `None` when
     /// there is no such job.
     fn find<T: Send + 'static>(
         &self,
         q: &QueueRef,
         id: &str,
         f: impl FnOnce(&QueueState) -> Option<T>,
-        from_row: impl FnOnce(JobRow) -> T + Send + 'static,
+        from_stored: impl FnOnce(Job) -> T + Send + 'static,
     ) -> Reply<Option<T>> {
         let found = self.read(q, |qs| match f(qs) {
             Some(v) => Ok(Some(v)),
@@ -62,7 +62,7 @@ impl Engine {
             Some(Err(key)) => {
                 let (e, q) = (self.clone(), q.clone());
                 Reply::later(async move {
-                    e.read_file(move |e| Ok(e.disk_row(&q, key)?.map(from_row)))
+                    e.read_file(move |e| Ok(e.stored_job(&q, key)?.map(from_stored)))
                         .await
                 })
             }
@@ -140,11 +140,11 @@ impl Backend for Engine {
     }
 
     fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
-        self.find(q, id, |qs| qs.job_json(id), crate::domain::row_json)
+        self.find(q, id, |qs| qs.job_json(id), |job| job.record_json())
     }
 
     fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>> {
-        self.find(q, id, |qs| qs.state_of(id), |r| r.state.state)
+        self.find(q, id, |qs| qs.state_of(id), |job| job.state)
     }
 
     fn jobs(&self, q: &QueueRef, states: Vec<StateFilter>, page: Page) -> Reply<String> {
@@ -186,7 +186,7 @@ impl Backend for Engine {
                 qs.state_of(id)
                     .map(|_| qs.logs(id, page.start, page.end, page.asc))
             },
-            move |row| row_logs_page(&row, page),
+            move |job| stored_logs_page(job, page),
         )
         .map(Option::unwrap_or_default)
     }
@@ -236,7 +236,7 @@ impl Backend for Engine {
             Ok(Some(_)) => Ok(Some(true)),
             Ok(None) => match qs.evicted_key(id) {
                 Some(key) => {
-                    qs.push_disk_op(delete_evicted(qs.name.clone(), key, tx));
+                    qs.delete_evicted(key, tx);
                     Ok(None)
                 }
                 None => Ok(Some(false)),

@@ -19,12 +19,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::event::{write_events_json, Event};
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
-use crate::domain::persist::StorageOp;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::queue_name::qualified_name;
 use crate::domain::shard::Shard;
 use crate::error::{EngineError, Result};
-use crate::storage::Storage;
+use crate::storage::eviction::{Eviction, DEFAULT_FINISHED_IN_MEMORY};
+use crate::storage::{restore, rows, Storage, StorageOp};
 use crate::structures::fnv1a;
 
 /// Most shards an engine uses.
@@ -116,32 +116,30 @@ impl Engine {
             .next_power_of_two()
             .min(MAX_SHARDS);
         let mask = count - 1;
-        let finished_limit = config
-            .finished_in_memory
-            .unwrap_or(crate::domain::evicted::DEFAULT_FINISHED_IN_MEMORY)
-            .max(1);
+        let eviction = Eviction::new(
+            config
+                .finished_in_memory
+                .unwrap_or(DEFAULT_FINISHED_IN_MEMORY),
+        );
         let (storage, snapshot) = match &config.path {
             Some(p) => {
-                let (s, snap) = Storage::open(p, config.sync_full, finished_limit)?;
+                let (s, snap) = Storage::open(p, config.sync_full, eviction)?;
                 (Some(s), Some(snap))
             }
             None => (None, None),
         };
         let persist = storage.is_some();
-        let mut shards: Vec<Shard> = (0..count)
-            .map(|_| Shard::new(persist, finished_limit))
-            .collect();
+        let mut shards: Vec<Shard> = (0..count).map(|_| Shard::new(persist)).collect();
         let mut recovery_ops: Vec<StorageOp> = Vec::new();
         let mut wake_at: Option<u64> = None;
         if let Some(snap) = snapshot {
             let now = config.clock.now_ms();
             for (name, saved) in snap.queues {
                 let mut q =
-                    QueueState::restore(Arc::from(name.as_str()), saved.meta, saved.rows, now);
-                q.set_finished_limit(finished_limit);
+                    restore::queue_of(Arc::from(name.as_str()), saved.meta, saved.rows, now);
                 q.set_evicted(saved.evicted_count, saved.evicted_ids);
-                q.take_storage_ops(&mut recovery_ops);
-                q.evict_overflow();
+                rows::snapshot(&mut q, &mut recovery_ops);
+                eviction.apply(&mut q);
                 if let Some(d) = q.next_due() {
                     wake_at = Some(wake_at.map_or(d, |w| w.min(d)));
                 }
@@ -236,8 +234,7 @@ impl Engine {
         let mut ops = Vec::new();
         let r = shard.with_queue(q.name_arc(), |qs| {
             let r = f(qs, now, &mut fx);
-            qs.take_storage_ops(&mut ops);
-            qs.evict_overflow();
+            self.inner.record(qs, &mut ops);
             r
         });
         let changed = !ops.is_empty();
@@ -303,7 +300,7 @@ impl Engine {
                     out.push(']');
                     return (Some((n, out)), None);
                 }
-                (None, qs.waiters.register(puller))
+                (None, qs.waiters().register(puller))
             });
             if let Some(t) = taken {
                 return t;
@@ -318,7 +315,7 @@ impl Engine {
                     // Timed out; a wake-up may have raced the deadline. Close the receiver under
                     // the shard lock (notifications happen under it) and pass a wake-up that
                     // arrived on to the next waiter, so no job waits for another timeout.
-                    self.with(q, |qs, _, _| qs.waiters.give_up(&mut rx));
+                    self.with(q, |qs, _, _| qs.waiters().give_up(&mut rx));
                     return (0, "[]".into());
                 }
             }
@@ -329,7 +326,7 @@ impl Engine {
     /// yet, the next one resolves empty at once. A cancelled puller id should not be reused.
     pub fn cancel_pulls(&self, q: &QueueRef, puller: u32) {
         let mut shard = self.inner.shards[q.slot()].lock();
-        shard.with_queue(q.name_arc(), |qs| qs.waiters.cancel(puller));
+        shard.with_queue(q.name_arc(), |qs| qs.waiters().cancel(puller));
     }
 
     /// Finishes activations in one lock. Results are in input order.
@@ -351,12 +348,12 @@ impl Engine {
 
     /// Counts one more event listener on a queue.
     pub fn subscribe(&self, q: &QueueRef) {
-        self.with(q, |qs, _, _| qs.listeners += 1);
+        self.with(q, |qs, _, _| qs.subscribe());
     }
 
     /// Counts one listener less.
     pub fn unsubscribe(&self, q: &QueueRef) {
-        self.with(q, |qs, _, _| qs.listeners = qs.listeners.saturating_sub(1));
+        self.with(q, |qs, _, _| qs.unsubscribe());
     }
 
     /// Sets the function called when events become available.
@@ -407,7 +404,7 @@ impl Engine {
     /// Takes the ids of jobs found active at recovery (reported once as `stalled`).
     pub fn take_stalled(&self, q: &QueueRef) -> Vec<String> {
         let mut shard = self.inner.shards[q.slot()].lock();
-        shard.with_queue(q.name_arc(), |qs| std::mem::take(&mut qs.stalled))
+        shard.with_queue(q.name_arc(), |qs| qs.take_stalled())
     }
 
     /// Key of a job by id, for tests and callers that cache keys.
@@ -423,6 +420,15 @@ impl Inner {
             self.timer.schedule(at);
         }
         self.hub.publish_at(fx.events, seq);
+    }
+
+    /// Turns what `qs` changed into storage operations, then applies the eviction policy (a
+    /// durable engine; nothing in memory).
+    fn record(&self, qs: &mut QueueState, ops: &mut Vec<StorageOp>) {
+        if let Some(s) = &self.storage {
+            rows::snapshot(qs, ops);
+            s.eviction().apply(qs);
+        }
     }
 
     /// Hands operations to storage (no-op in memory); returns their sequence number.
@@ -467,7 +473,7 @@ impl Inner {
                 let mut guard = shard.lock();
                 let n = guard.each_delayed(|q| {
                     q.promote_due(now, &mut fx);
-                    q.take_storage_ops(&mut ops);
+                    self.record(q, &mut ops);
                 });
                 let seq = self.submit(&mut ops);
                 self.hub.publish_at(std::mem::take(&mut fx.events), seq);

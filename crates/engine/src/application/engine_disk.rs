@@ -7,12 +7,11 @@ use tokio::sync::oneshot;
 
 use super::engine::Engine;
 use crate::backend::{Page, QueueRef};
-use crate::domain::job::{JobKey, JobState};
-use crate::domain::persist::{JobRow, StorageOp};
-use crate::domain::queue_read::{page_bounds, StateFilter};
-use crate::domain::{row_json, row_logs};
+use crate::domain::job::{Job, JobKey, JobState};
+use crate::domain::listing::{page_bounds, StateFilter};
 use crate::error::{EngineError, Result};
 use crate::storage::recovery::{finished_page, row_of, JOB_SELECT};
+use crate::storage::restore::job_of;
 use crate::storage::Storage;
 
 fn code(state: JobState) -> i64 {
@@ -53,8 +52,8 @@ impl Engine {
             .map_err(|e| EngineError::Internal(format!("a file read did not finish: {e}")))?
     }
 
-    /// Reads a stored job row. Blocking.
-    pub fn disk_row(&self, q: &QueueRef, key: JobKey) -> Result<Option<JobRow>> {
+    /// Reads a job only the file holds. Blocking.
+    pub fn stored_job(&self, q: &QueueRef, key: JobKey) -> Result<Option<Job>> {
         let name = q.name().to_string();
         self.storage()?.read(|c| {
             let mut stmt =
@@ -62,7 +61,7 @@ impl Engine {
             let mut rows = stmt.query(rusqlite::params![name, key as i64])?;
             let mut names = Default::default();
             match rows.next()? {
-                Some(r) => Ok(Some(row_of(r, &mut names)?)),
+                Some(r) => Ok(Some(job_of(row_of(r, &mut names)?))),
                 None => Ok(None),
             }
         })
@@ -113,7 +112,7 @@ impl Engine {
                         let mut names = Default::default();
                         let mut v = Vec::new();
                         while let Some(r) = rows.next()? {
-                            v.push(row_json(row_of(r, &mut names)?));
+                            v.push(job_of(row_of(r, &mut names)?).record_json());
                         }
                         Ok(v)
                     })?
@@ -141,7 +140,7 @@ impl Engine {
 
     /// Brings an evicted job back into memory so it can be changed; resolves whether it is in
     /// memory now (false: the file has no such finished job, or it was removed meanwhile). The
-    /// writer claims the row in order with every other write (see [`StorageOp::Revive`]), so no
+    /// writer claims the row in order with every other write (see [`crate::domain::changes::EvictedOp::Revive`]), so no
     /// deletion can slip between reading it and taking it in.
     pub async fn revive(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
         let (tx, rx) = oneshot::channel();
@@ -165,9 +164,7 @@ impl Engine {
     /// Deletes an evicted job; resolves whether it existed.
     pub async fn remove_evicted(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
         let (tx, rx) = oneshot::channel();
-        self.with(q, |qs, _, _| {
-            qs.push_disk_op(delete_evicted(qs.name.clone(), key, tx))
-        });
+        self.with(q, |qs, _, _| qs.delete_evicted(key, tx));
         self.replied(rx).await.map(|ids| !ids.is_empty())
     }
 
@@ -184,14 +181,7 @@ impl Engine {
         let filter = StateFilter::State(state);
         let (tx, rx) = oneshot::channel();
         let drop_evicted = |qs: &mut crate::domain::queue::QueueState, now: u64, tx| {
-            qs.push_disk_op(StorageOp::DropEvicted {
-                queue: qs.name.clone(),
-                state,
-                finished_before: now.saturating_sub(grace),
-                below_seq: qs.oldest_in_memory(state),
-                limit: limit as u64,
-                reply: Some(tx),
-            })
+            qs.drop_evicted(state, now.saturating_sub(grace), limit as u64, Some(tx))
         };
         if limit == 0 {
             // Disk and memory in one step: no job can move between them in between.
@@ -232,22 +222,12 @@ impl Engine {
     }
 }
 
-/// The operation deleting the evicted job `key` and replying with its id if it existed.
-pub(super) fn delete_evicted(
-    queue: std::sync::Arc<str>,
-    key: JobKey,
-    tx: oneshot::Sender<Vec<String>>,
-) -> StorageOp {
-    StorageOp::DeleteEvicted {
-        queue,
-        key,
-        reply: Some(tx),
-    }
-}
-
 /// A page of a stored job's log rows and their total.
-pub(super) fn row_logs_page(row: &JobRow, page: Page) -> (Vec<String>, usize) {
-    let mut logs: Vec<String> = row_logs(row).into_iter().map(Into::into).collect();
+pub(super) fn stored_logs_page(job: Job, page: Page) -> (Vec<String>, usize) {
+    let mut logs: Vec<String> = job
+        .extra
+        .map(|e| e.logs.into_iter().map(Into::into).collect())
+        .unwrap_or_default();
     if !page.asc {
         logs.reverse();
     }

@@ -4,10 +4,10 @@
 use super::engine::Engine;
 use crate::backend::QueueRef;
 use crate::domain::job::JobState;
-use crate::domain::queue_read::StateFilter;
+use crate::domain::listing::StateFilter;
 use crate::error::{EngineError, Result};
 
-pub use crate::domain::queue_read::parse_states;
+pub use crate::domain::listing::parse_states;
 
 impl Engine {
     /// A job's JSON record, `None` when absent.

@@ -258,6 +258,13 @@ impl Job {
         self.extra.get_or_insert_with(Default::default)
     }
 
+    /// The JSON record of the job, as `getJob` returns it.
+    pub fn record_json(&self) -> String {
+        let mut s = String::with_capacity(256 + self.data.len());
+        self.write_json(&mut s, false);
+        s
+    }
+
     /// Appends the job's JSON record (BullMQ's job fields) to `out`. With `token` (a record
     /// handed to a worker) it adds the activation token a worker must ack with, and leaves out
     /// fields at their defaults (empty options, no progress, return value, failure or stack

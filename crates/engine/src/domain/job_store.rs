@@ -3,16 +3,16 @@
 //! The domain cannot change a job without saying which of its columns the change touches: the
 //! only mutable access is [`JobStore::change`], and adding or removing a job records the new or
 //! deleted row by itself. At the end of each engine call the recorded keys are snapshotted into
-//! storage operations (`persist.rs`). Reads go through `Deref` to the [`JobTable`]; there is no
+//! storage operations (`storage/rows.rs`). Reads go through `Deref` to the [`JobTable`]; there is no
 //! `DerefMut`. Two doors stay unrecorded on purpose, each named for its one use: the ready heap's
 //! own bookkeeping in the records ([`JobStore::heap_slots`]), and jobs that move between memory
 //! and the file without changing ([`JobStore::restore`], [`JobStore::evict`]).
 
 use std::ops::Deref;
 
+use super::changes::NEW;
 use super::job::{Job, JobKey};
 use super::job_table::JobTable;
-use super::persist::NEW;
 
 /// Job records by key, with the log of what changed (on a durable queue).
 #[derive(Default)]
@@ -59,7 +59,7 @@ impl JobStore {
         self.touched.push((key, columns));
     }
 
-    /// The job `key`, to change the `columns` ([`super::persist::STATE`], `EXTRA`, `DATA`) named.
+    /// The job `key`, to change the `columns` ([`super::changes::STATE`], `EXTRA`, `DATA`) named.
     #[inline]
     pub fn change(&mut self, key: &JobKey, columns: u8) -> Option<&mut Job> {
         self.record(*key, columns);
@@ -105,7 +105,7 @@ impl JobStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::persist::{EXTRA, STATE};
+    use crate::domain::changes::{EXTRA, STATE};
 
     fn job(key: JobKey) -> Job {
         let opts = crate::domain::options::JobOptions::defaults();

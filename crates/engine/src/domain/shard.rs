@@ -13,23 +13,20 @@ pub struct Shard {
     queues: FxHashMap<Arc<str>, QueueState>,
     /// New queues persist their changes (durable engine).
     persist: bool,
-    /// Finished jobs per state a durable queue keeps in memory.
-    finished_limit: usize,
 }
 
 impl Shard {
     /// An empty shard; with `persist`, its queues record changes for storage.
-    pub fn new(persist: bool, finished_limit: usize) -> Shard {
+    pub fn new(persist: bool) -> Shard {
         Shard {
             persist,
-            finished_limit,
             ..Shard::default()
         }
     }
 
     /// Adds a queue rebuilt from storage.
     pub fn insert_restored(&mut self, q: QueueState) {
-        self.queues.insert(q.name.clone(), q);
+        self.queues.insert(q.name().clone(), q);
     }
 
     /// A queue, if it was ever touched.
@@ -39,13 +36,10 @@ impl Shard {
 
     /// Runs `f` on a queue, creating it empty on first use.
     pub fn with_queue<R>(&mut self, name: &Arc<str>, f: impl FnOnce(&mut QueueState) -> R) -> R {
-        let (persist, limit) = (self.persist, self.finished_limit);
+        let persist = self.persist;
         let q = self.queues.entry(name.clone()).or_insert_with(|| {
             let mut q = QueueState::new(name.clone());
             q.set_persist(persist);
-            if persist {
-                q.set_finished_limit(limit);
-            }
             q
         });
         f(q)

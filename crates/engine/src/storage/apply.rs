@@ -6,8 +6,9 @@ use std::sync::Arc;
 use rusqlite::{params, Connection, Statement};
 
 use super::coalesce::{coalesce, Update, Write};
+use super::rows::{JobRow, StorageOp};
+use crate::domain::changes::{DeletedReply, EvictedOp, RevivedReply};
 use crate::domain::job::{JobKey, JobState};
-use crate::domain::persist::{DeletedReply, JobRow, RevivedReply, StorageOp};
 
 /// A row of an evicted job the writer deleted: queue, state, key, custom id.
 pub type Deleted = (Arc<str>, JobState, JobKey, Option<String>);
@@ -130,22 +131,13 @@ pub(super) fn apply_writes(conn: &Connection, mut ops: Vec<Write>) -> rusqlite::
         }
         match &mut ops[i] {
             Write::Update(u) => apply_update(conn, u)?,
-            Write::Op(
-                op @ (StorageOp::TrimEvicted { .. }
-                | StorageOp::DropEvicted { .. }
-                | StorageOp::DeleteEvicted { .. }),
-            ) => delete_evicted(conn, op, &mut done)?,
-            Write::Op(StorageOp::Revive {
-                queue,
-                key,
-                seq,
-                reply,
-            }) => {
+            Write::Op(StorageOp::Evicted(queue, EvictedOp::Revive { key, seq, reply })) => {
                 let row = revive(conn, queue, *key, *seq)?;
                 if let Some(tx) = reply.take() {
                     done.revived.push((tx, row));
                 }
             }
+            Write::Op(StorageOp::Evicted(queue, op)) => delete_evicted(conn, queue, op, &mut done)?,
             Write::Op(op) => apply_one(conn, op)?,
         }
         i += 1;
@@ -257,13 +249,13 @@ fn id_of(key: JobKey, custom: &Option<String>) -> String {
 
 fn delete_evicted(
     conn: &Connection,
-    op: &mut StorageOp,
+    queue: &Arc<str>,
+    op: &mut EvictedOp,
     done: &mut Applied,
 ) -> rusqlite::Result<()> {
     let mut rows: Vec<(JobState, JobKey, Option<String>)> = Vec::new();
     let reply = match op {
-        StorageOp::TrimEvicted {
-            queue,
+        EvictedOp::Trim {
             state,
             keep,
             below_seq,
@@ -280,8 +272,7 @@ fn delete_evicted(
             }
             None
         }
-        StorageOp::DropEvicted {
-            queue,
+        EvictedOp::Drop {
             state,
             finished_before,
             below_seq,
@@ -302,7 +293,7 @@ fn delete_evicted(
             }
             reply.take()
         }
-        StorageOp::DeleteEvicted { queue, key, reply } => {
+        EvictedOp::Delete { key, reply } => {
             let mut stmt = conn.prepare_cached(
                 "DELETE FROM jobs WHERE queue = ?1 AND key = ?2 AND state IN (4, 5) RETURNING state, custom_id",
             )?;
@@ -313,9 +304,8 @@ fn delete_evicted(
             }
             reply.take()
         }
-        _ => None,
+        EvictedOp::Revive { .. } => None,
     };
-    let queue = op.queue().clone();
     if let Some(tx) = reply {
         done.replies
             .push((tx, rows.iter().map(|(_, k, c)| id_of(*k, c)).collect()));
@@ -327,11 +317,7 @@ fn delete_evicted(
 
 fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
     match op {
-        StorageOp::Insert(..)
-        | StorageOp::TrimEvicted { .. }
-        | StorageOp::DropEvicted { .. }
-        | StorageOp::DeleteEvicted { .. }
-        | StorageOp::Revive { .. } => Ok(()),
+        StorageOp::Insert(..) | StorageOp::Evicted(..) => Ok(()),
         StorageOp::State(q, key, s) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET state = ?3, priority = ?4, delay = ?5, run_at = ?6, ord = ?7, seq = ?8, \

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::rows::{ExtraCols, StateCols, StorageOp};
 use crate::domain::job::JobKey;
-use crate::domain::persist::{ExtraCols, StateCols, StorageOp};
 
 /// One write of a transaction after folding.
 #[derive(Debug)]
@@ -64,11 +64,7 @@ pub fn coalesce(ops: Vec<StorageOp>) -> Vec<Write> {
                 out.push(Write::Op(StorageOp::Delete(q, key)));
             }
             op @ StorageOp::Queue(..) => out.push(Write::Op(op)),
-            op @ (StorageOp::Wipe(..)
-            | StorageOp::TrimEvicted { .. }
-            | StorageOp::DropEvicted { .. }
-            | StorageOp::DeleteEvicted { .. }
-            | StorageOp::Revive { .. }) => {
+            op @ (StorageOp::Wipe(..) | StorageOp::Evicted(..)) => {
                 at.clear();
                 out.push(Write::Op(op));
             }

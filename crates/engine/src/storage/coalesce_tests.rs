@@ -7,9 +7,10 @@ use rusqlite::Connection;
 
 use super::apply::{apply, apply_writes};
 use super::coalesce::{coalesce, Write};
+use super::rows::{ExtraCols, JobRow, QueueRow, StateCols, StorageOp};
 use super::schema::migrate;
+use crate::domain::changes::EvictedOp;
 use crate::domain::job::JobState;
-use crate::domain::persist::{ExtraCols, JobRow, QueueRow, StateCols, StorageOp};
 
 fn state(state: JobState, seq: u64) -> StateCols {
     StateCols {
@@ -73,17 +74,15 @@ fn op(kind: u8, queue: &Arc<str>, key: u64, n: u64) -> StorageOp {
                 paused: n.is_multiple_of(2),
             },
         ),
-        10 => StorageOp::DeleteEvicted {
-            queue: q,
-            key,
-            reply: None,
-        },
-        11 => StorageOp::TrimEvicted {
-            queue: q,
-            state: JobState::Completed,
-            keep: n % 3,
-            below_seq: n,
-        },
+        10 => StorageOp::Evicted(q, EvictedOp::Delete { key, reply: None }),
+        11 => StorageOp::Evicted(
+            q,
+            EvictedOp::Trim {
+                state: JobState::Completed,
+                keep: n % 3,
+                below_seq: n,
+            },
+        ),
         _ => StorageOp::Wipe(q),
     }
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, JobChange, Page};
 use crate::clock::MockClock;
 use crate::domain::job::JobState;
+use crate::domain::listing::StateFilter;
 use crate::domain::queue::{NewJob, Outcome};
-use crate::domain::queue_read::StateFilter;
 use crate::{Ack, Added, Engine, EngineConfig, JobOptions, QueueRef};
 
 const COMPLETED: StateFilter = StateFilter::State(JobState::Completed);

@@ -1,10 +1,15 @@
 //! SQLite persistence of a durable engine: one file, one engine (`flock`), one writer thread
-//! committing in groups, recovery at open. See `schema.rs` for the file format and pragmas.
+//! committing in groups, recovery at open. The domain states what changed; this layer decides
+//! how it is written (`rows.rs`), reads it back (`restore.rs`, `recovery.rs`) and which finished
+//! jobs live only in the file (`eviction.rs`). See `schema.rs` for the file format and pragmas.
 
 mod apply;
 mod coalesce;
+pub mod eviction;
 pub(crate) mod handoff;
 pub mod recovery;
+pub mod restore;
+pub mod rows;
 pub mod schema;
 pub mod writer;
 
@@ -26,10 +31,11 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
-use crate::domain::persist::StorageOp;
 use crate::error::{EngineError, Result};
 pub use apply::Deleted;
+pub use eviction::Eviction;
 pub use recovery::Snapshot;
+pub use rows::StorageOp;
 pub use writer::OnCommit;
 use writer::Writer;
 
@@ -44,6 +50,7 @@ pub struct Storage {
     path: PathBuf,
     lock: Mutex<Option<File>>,
     writer: Writer,
+    eviction: Eviction,
     /// Read-only connection for reads of evicted jobs, opened on first use.
     reader: Mutex<Option<rusqlite::Connection>>,
 }
@@ -54,17 +61,14 @@ impl Storage {
     /// Errors: `ERR_STORAGE_LOCKED` when another engine holds the file, `ERR_STORAGE_FOREIGN`,
     /// `ERR_STORAGE_VERSION` or `ERR_STORAGE_CORRUPT` for files we must not touch,
     /// `ERR_STORAGE_IO` otherwise.
-    /// Keeps at most `finished_limit` finished jobs per state and queue in the snapshot.
-    pub fn open(
-        path: &Path,
-        sync_full: bool,
-        finished_limit: usize,
-    ) -> Result<(Storage, Snapshot)> {
+    /// Reads back only the finished jobs `eviction` keeps in memory; the engine applies it
+    /// after every call ([`Storage::eviction`]).
+    pub fn open(path: &Path, sync_full: bool, eviction: Eviction) -> Result<(Storage, Snapshot)> {
         let lock = schema::lock_file(path)?;
         let conn = schema::open(path, &lock, sync_full)?;
         let shown = path.display().to_string();
         let snapshot =
-            recovery::load(&conn, finished_limit).map_err(|e| schema::classify(&shown, e))?;
+            recovery::load(&conn, eviction.limit()).map_err(|e| schema::classify(&shown, e))?;
         let writer = Writer::start(conn, path.to_path_buf(), sync_full).map_err(|e| {
             EngineError::StorageIo {
                 path: shown,
@@ -76,10 +80,16 @@ impl Storage {
                 path: path.to_path_buf(),
                 lock: Mutex::new(Some(lock)),
                 writer,
+                eviction,
                 reader: Mutex::new(None),
             },
             snapshot,
         ))
+    }
+
+    /// Which finished jobs stay in memory.
+    pub fn eviction(&self) -> &Eviction {
+        &self.eviction
     }
 
     /// The database path.

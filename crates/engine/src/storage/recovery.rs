@@ -8,8 +8,8 @@ use std::sync::Arc;
 use rusqlite::{Connection, Row};
 
 use super::apply::{state_code, state_of_code};
+use super::rows::{ExtraCols, JobRow, QueueRow, StateCols};
 use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
-use crate::domain::persist::{ExtraCols, JobRow, QueueRow, StateCols};
 
 /// What is read back for one queue.
 #[derive(Default)]

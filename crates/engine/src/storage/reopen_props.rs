@@ -17,8 +17,8 @@ use proptest::prelude::*;
 use crate::backend::{Backend, JobChange, Page};
 use crate::clock::MockClock;
 use crate::domain::job::JobState;
+use crate::domain::listing::StateFilter;
 use crate::domain::queue::{NewJob, Outcome};
-use crate::domain::queue_read::StateFilter;
 use crate::{Ack, Engine, EngineConfig, JobOptions, QueueRef};
 
 /// Finished jobs per state kept in memory: small, so evictions and revivals happen.

@@ -15,7 +15,7 @@ use rusqlite::Connection;
 
 use super::apply::{apply, Applied, Deleted};
 use super::handoff::Handoff;
-use crate::domain::persist::StorageOp;
+use super::rows::StorageOp;
 use crate::error::EngineError;
 
 /// The sequence number of operations dropped because the writer was closing: never committed.
@@ -234,7 +234,7 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
             let _ = tx.send(ids);
         }
         for (tx, row) in applied.revived {
-            let _ = tx.send(row);
+            let _ = tx.send(row.map(super::restore::job_of));
         }
         if closing && shared.pending.is_empty() {
             break;

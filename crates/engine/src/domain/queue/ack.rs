@@ -1,11 +1,11 @@
 //! Finishing an activation: completed, failed for good, or failed and retried (at once or after
 //! a backoff), then the retention rule of the finished state.
 
-use super::event::EventKind;
-use super::job::{JobKey, JobState};
-use super::options::KeepJobs;
-use super::persist::{EXTRA, STATE};
-use super::queue::{id_of, AckResult, Effects, Outcome, QueueState};
+use super::{id_of, AckResult, Effects, Outcome, QueueState};
+use crate::domain::changes::{EXTRA, STATE};
+use crate::domain::event::EventKind;
+use crate::domain::job::{JobKey, JobState};
+use crate::domain::options::KeepJobs;
 
 /// Stack traces kept per job, as BullMQ's default `stackTraceLimit`.
 const STACKTRACE_LIMIT: usize = 10;

@@ -1,86 +1,48 @@
-//! Rebuilding a queue from its stored rows at open (recovery): heaps in priority order, the
-//! delayed heap, the finished sets, counters and id sequences. Jobs found `active` belonged to a
-//! process that died: each counts one attempt and goes back to the head of waiting, or to failed
-//! when its attempts are spent; their ids are kept for the `stalled` event.
+//! Rebuilding a queue from the jobs storage kept (recovery at open): each job back in the
+//! structure its state names (ready heap in priority order, delayed heap, finished sets),
+//! counters and id sequences. Jobs found `active` belonged to a process that died: each counts
+//! one attempt and goes back to the head of waiting, or to failed when its attempts are spent;
+//! their ids are kept for the `stalled` event. Reading rows into [`Job`]s is storage's business
+//! (`storage/restore.rs`).
 
 use std::sync::Arc;
 
-use super::job::{Job, JobExtra, JobState, CUSTOM_KEY_BIT};
-use super::options::JobOptions;
-use super::persist::{JobRow, QueueRow, EXTRA, STATE};
-use super::queue::QueueState;
+use super::QueueState;
+use crate::domain::changes::{EXTRA, STATE};
+use crate::domain::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 
 /// Failure reason of a job that was active when its process stopped.
 pub const STALLED_REASON: &str = "job stalled: the process stopped while the job was active";
 
-fn parse_array(text: Option<&str>) -> Vec<Box<str>> {
-    text.and_then(|t| serde_json::from_str::<Vec<String>>(t).ok())
-        .map(|v| v.into_iter().map(Into::into).collect())
-        .unwrap_or_default()
+/// A stored job and where it stood.
+pub struct Stored {
+    pub job: Job,
+    /// Run-at of a delayed job.
+    pub run_at: u64,
+    /// Position key of a ready job in its priority (negative for lifo).
+    pub ord: i64,
 }
 
-pub(super) fn job_of(row: JobRow) -> Job {
-    let opts = row
-        .opts
-        .as_deref()
-        .and_then(|t| JobOptions::from_stored_json(t).ok())
-        .unwrap_or_default();
-    let mut job = Job::new(row.key, row.name, row.data, &opts, row.timestamp);
-    job.set_custom_id(row.custom_id);
-    job.set_opts_json(row.opts);
-    let s = row.state;
-    job.state = s.state;
-    job.priority = s.priority;
-    job.delay = s.delay;
-    job.processed_on = s.processed_on;
-    job.finished_on = s.finished_on;
-    job.attempts_made = s.attempts_made;
-    job.attempts_started = s.attempts_started;
-    job.state_seq = s.seq;
-    let e = row.extra;
-    let stacktrace = parse_array(e.stacktrace.as_deref());
-    let logs = parse_array(e.logs.as_deref());
-    if e.progress.is_some()
-        || e.returnvalue.is_some()
-        || e.failed_reason.is_some()
-        || !stacktrace.is_empty()
-        || !logs.is_empty()
-    {
-        job.extra = Some(Box::new(JobExtra {
-            progress: e.progress,
-            returnvalue: e.returnvalue,
-            failed_reason: e.failed_reason,
-            stacktrace,
-            logs,
-        }));
-    }
-    job
-}
-
-/// The JSON record of a stored job row (as `getJob` returns it).
-pub fn row_json(row: JobRow) -> String {
-    let job = job_of(row);
-    let mut s = String::with_capacity(256 + job.data.len());
-    job.write_json(&mut s, false);
-    s
-}
-
-/// The log rows of a stored job row.
-pub fn row_logs(row: &JobRow) -> Vec<Box<str>> {
-    parse_array(row.extra.logs.as_deref())
+/// A queue's own stored settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StoredSettings {
+    pub last_auto_id: u64,
+    pub custom_seq: u64,
+    pub paused: bool,
 }
 
 impl QueueState {
-    /// Rebuilds a durable queue from its rows. `now` stamps jobs failed for stalling.
-    pub fn restore(
+    /// Rebuilds a durable queue from its stored jobs. `now` stamps jobs failed for stalling.
+    /// Recovering active jobs is recorded (they change); everything else is taken in as stored.
+    pub fn rebuild(
         name: Arc<str>,
-        meta: Option<QueueRow>,
-        rows: Vec<JobRow>,
+        settings: Option<StoredSettings>,
+        jobs: impl IntoIterator<Item = Stored>,
         now: u64,
     ) -> QueueState {
         let mut q = QueueState::new(name);
         q.set_persist(true);
-        if let Some(m) = meta {
+        if let Some(m) = settings {
             q.last_auto_id = m.last_auto_id;
             q.custom_seq = m.custom_seq;
             q.paused = m.paused;
@@ -88,9 +50,7 @@ impl QueueState {
         let mut stalled = Vec::new();
         let mut ready_later = Vec::new();
         let mut delayed = Vec::new();
-        for row in rows {
-            let (run_at, ord) = (row.state.run_at, row.state.ord);
-            let job = job_of(row);
+        for Stored { job, run_at, ord } in jobs {
             let key = job.key;
             if let Some(id) = job.custom_id() {
                 q.custom_ids.insert(id.into(), key);
@@ -135,7 +95,7 @@ impl QueueState {
         q
     }
 
-    fn recover_stalled(&mut self, key: u64, now: u64) {
+    fn recover_stalled(&mut self, key: JobKey, now: u64) {
         let seq = self.next_state_seq();
         let Some(job) = self.jobs.change(&key, STATE | EXTRA) else {
             return;

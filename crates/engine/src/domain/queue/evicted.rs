@@ -1,23 +1,22 @@
 //! Finished jobs beyond the in-memory bound of a durable queue.
 //!
-//! A durable queue keeps at most `finished_limit` completed and as many failed jobs in memory
+//! A durable queue keeps a bounded number of completed and failed jobs in memory
 //! (the newest); older ones are *evicted*: they leave the job map and the ordered finished set but
 //! stay in the file, where getters and lookups read them. Memory keeps only their number per
 //! state and the custom ids among them (so a duplicate `jobId` is still recognised without
 //! touching disk). Evicted rows are always the oldest of their state, so "evicted" is exactly
 //! "on disk with a `seq` below the oldest in-memory one".
 //!
-//! Deleting evicted rows (retention, `clean`, `remove`) is done by idempotent storage operations;
-//! the writer reports what it deleted and [`QueueState::forget_evicted`] settles the counts.
+//! Which jobs are evicted, and when, is storage's policy (`storage/eviction.rs`); this module
+//! keeps the books and offers the one move, [`QueueState::evict`]. Deleting evicted rows
+//! (retention, `clean`, `remove`) is done by idempotent [`EvictedOp`]s; the writer reports what
+//! it deleted and [`QueueState::forget_evicted`] settles the counts.
 
 use rustc_hash::FxHashMap;
 
-use super::job::{parse_auto_id, JobKey, JobState, CUSTOM_KEY_BIT};
-use super::persist::{JobRow, RevivedReply, StorageOp, STATE};
-use super::queue::QueueState;
-
-/// Finished jobs kept in memory per state and queue on a durable engine (spec: bounded sets).
-pub const DEFAULT_FINISHED_IN_MEMORY: usize = 10_000;
+use super::QueueState;
+use crate::domain::changes::{DeletedReply, EvictedOp, RevivedReply, STATE};
+use crate::domain::job::{parse_auto_id, Job, JobKey, JobState, CUSTOM_KEY_BIT};
 
 /// Index of a finished state in per-state arrays: completed 0, failed 1.
 pub fn fin(state: JobState) -> usize {
@@ -40,18 +39,13 @@ pub struct Evicted {
 /// One evicted job on its way back into memory.
 #[derive(Debug, Clone, Copy)]
 pub struct Revival {
-    /// The order its row was given by the queued [`StorageOp::Revive`].
+    /// The order its row was given by the queued [`EvictedOp::Revive`].
     pub seq: u64,
     /// Callers waiting to change it (each queued its own `Revive`, with the same `seq`).
     pub callers: u32,
 }
 
 impl QueueState {
-    /// Sets how many finished jobs per state stay in memory (durable queues).
-    pub fn set_finished_limit(&mut self, limit: usize) {
-        self.finished_limit = limit.max(1);
-    }
-
     /// Evicted rows of a finished state.
     pub fn evicted_count(&self, state: JobState) -> u64 {
         match state {
@@ -78,44 +72,50 @@ impl QueueState {
         reviving.map_or(oldest, |r| r.min(oldest))
     }
 
-    /// Moves the oldest finished jobs beyond the bound out of memory. Runs after the call's
-    /// changes were snapshotted for storage, so their rows are already on the way to the file.
-    pub fn evict_overflow(&mut self) {
-        if !self.jobs.persists() {
-            return;
+    /// Finished jobs of `state` in memory.
+    pub fn finished_in_memory(&self, state: JobState) -> usize {
+        match state {
+            JobState::Completed => self.completed.len(),
+            JobState::Failed => self.failed.len(),
+            _ => 0,
         }
-        for state in [JobState::Completed, JobState::Failed] {
-            let over = self
-                .finished_set(state)
-                .len()
-                .saturating_sub(self.finished_limit);
-            if over == 0 {
-                continue;
-            }
-            // The oldest first, except jobs that callers still wait to change (revived).
-            let reviving = &self.evicted.reviving;
-            let set = if state == JobState::Failed {
-                &self.failed
-            } else {
-                &self.completed
-            };
-            let victims: Vec<(u64, JobKey)> = set
-                .iter()
-                .filter(|(_, k)| !reviving.contains_key(k))
-                .take(over)
-                .map(|(s, k)| (*s, *k))
-                .collect();
-            for (seq, key) in victims {
-                self.finished_set(state).remove(&seq);
-                if let Some(job) = self.jobs.evict(&key) {
-                    if let Some(id) = job.into_custom_id() {
-                        self.custom_ids.remove(&id);
-                        self.evicted.ids.insert(id, key);
-                    }
-                    self.evicted.count[fin(state)] += 1;
-                }
-            }
+    }
+
+    /// Up to `n` keys of the oldest finished jobs of `state` in memory that may be evicted
+    /// (not those that callers still wait to change, being revived), oldest first.
+    pub fn evictable(&self, state: JobState, n: usize) -> Vec<JobKey> {
+        let set = if state == JobState::Failed {
+            &self.failed
+        } else {
+            &self.completed
+        };
+        set.values()
+            .filter(|k| !self.evicted.reviving.contains_key(k))
+            .take(n)
+            .copied()
+            .collect()
+    }
+
+    /// Moves the finished job `key` out of memory; its row stays in the file unchanged, so
+    /// nothing is recorded. Runs after the call's changes were snapshotted for storage, so its
+    /// row is already on the way to the file. Returns false for a job that is not finished.
+    pub fn evict(&mut self, key: JobKey) -> bool {
+        let Some(job) = self.jobs.get(&key) else {
+            return false;
+        };
+        let (state, seq) = (job.state, job.state_seq);
+        if !matches!(state, JobState::Completed | JobState::Failed) || !self.persists() {
+            return false;
         }
+        self.finished_set(state).remove(&seq);
+        if let Some(job) = self.jobs.evict(&key) {
+            if let Some(id) = job.into_custom_id() {
+                self.custom_ids.remove(&id);
+                self.evicted.ids.insert(id, key);
+            }
+            self.evicted.count[fin(state)] += 1;
+        }
+        true
     }
 
     /// The key of a job that may be evicted (on disk only), if the id can name one.
@@ -130,19 +130,42 @@ impl QueueState {
         }
     }
 
-    /// Queues an operation on evicted rows (durable queues only).
-    pub fn push_disk_op(&mut self, op: StorageOp) {
-        self.disk_op(op);
-    }
-
-    /// Queues an operation on evicted rows. Deleting one job by key also cancels its revival.
-    pub(super) fn disk_op(&mut self, op: StorageOp) {
+    /// Queues an operation on evicted rows (durable queues only). Deleting one job by key also
+    /// cancels its revival.
+    fn evicted_op(&mut self, op: EvictedOp) {
         if self.jobs.persists() {
-            if let StorageOp::DeleteEvicted { key, .. } = &op {
+            if let EvictedOp::Delete { key, .. } = &op {
                 self.evicted.reviving.remove(key);
             }
-            self.dirty.disk.push(op);
+            self.evicted_ops.push(op);
         }
+    }
+
+    /// Deletes the evicted job `key`; `reply` gets its id once committed if it existed.
+    pub fn delete_evicted(&mut self, key: JobKey, reply: DeletedReply) {
+        self.evicted_op(EvictedOp::Delete {
+            key,
+            reply: Some(reply),
+        });
+    }
+
+    /// Deletes evicted jobs of `state` finished before `finished_before`, oldest first, at most
+    /// `limit` (0: all); `reply` gets their ids once committed.
+    pub fn drop_evicted(
+        &mut self,
+        state: JobState,
+        finished_before: u64,
+        limit: u64,
+        reply: Option<DeletedReply>,
+    ) {
+        let below_seq = self.oldest_in_memory(state);
+        self.evicted_op(EvictedOp::Drop {
+            state,
+            finished_before,
+            below_seq,
+            limit,
+            reply,
+        });
     }
 
     /// Retention by count over memory and disk: keeps the newest `keep` of `state` overall.
@@ -151,13 +174,12 @@ impl QueueState {
         if self.evicted.count[fin(state)] == 0 || mem + self.evicted.count[fin(state)] <= keep {
             return;
         }
-        let op = StorageOp::TrimEvicted {
-            queue: self.name.clone(),
+        let op = EvictedOp::Trim {
             state,
             keep: keep.saturating_sub(mem),
             below_seq: self.oldest_in_memory(state),
         };
-        self.disk_op(op);
+        self.evicted_op(op);
     }
 
     /// Retention by age over disk: drops evicted rows of `state` finished before `cutoff`.
@@ -165,15 +187,7 @@ impl QueueState {
         if self.evicted.count[fin(state)] == 0 {
             return;
         }
-        let op = StorageOp::DropEvicted {
-            queue: self.name.clone(),
-            state,
-            finished_before: cutoff,
-            below_seq: self.oldest_in_memory(state),
-            limit: 0,
-            reply: None,
-        };
-        self.disk_op(op);
+        self.drop_evicted(state, cutoff, 0, None);
     }
 
     /// Settles counts after the writer deleted evicted rows (`(key, custom_id)` each).
@@ -190,7 +204,7 @@ impl QueueState {
     }
 
     /// Starts bringing the evicted job `key` back into memory (to change it): queues a
-    /// [`StorageOp::Revive`] that gives its row the next order `seq` (the newest of its state) and
+    /// [`EvictedOp::Revive`] that gives its row the next order `seq` (the newest of its state) and
     /// replies with the row once committed; [`QueueState::finish_revive`] then takes it in.
     /// Returns false (nothing queued) when the job is in memory already or the queue is not
     /// durable.
@@ -212,8 +226,7 @@ impl QueueState {
                 seq
             }
         };
-        self.dirty.disk.push(StorageOp::Revive {
-            queue: self.name.clone(),
+        self.evicted_ops.push(EvictedOp::Revive {
             key,
             seq,
             reply: Some(reply),
@@ -221,12 +234,12 @@ impl QueueState {
         true
     }
 
-    /// One caller's end of a revival: takes in the row its [`QueueState::begin_revive`] claimed
+    /// One caller's end of a revival: takes in the job its [`QueueState::begin_revive`] claimed
     /// (`None`: the file had no such finished job), unless an earlier caller did. Returns whether
     /// the job is in memory for this caller to change: false when the revival was cancelled
     /// meanwhile (the job was removed, or the queue obliterated: then a job in memory under the
     /// same key is another job).
-    pub fn finish_revive(&mut self, key: JobKey, row: Option<JobRow>) -> bool {
+    pub fn finish_revive(&mut self, key: JobKey, stored: Option<Job>) -> bool {
         let Some(r) = self.evicted.reviving.get_mut(&key) else {
             return false;
         };
@@ -239,12 +252,11 @@ impl QueueState {
             // An earlier caller took it in; it stayed in memory for this one.
             return true;
         }
-        let Some(row) = row else { return false };
-        let state = row.state.state;
-        if row.state.seq != seq || !matches!(state, JobState::Completed | JobState::Failed) {
+        let Some(mut job) = stored else { return false };
+        let state = job.state;
+        if job.state_seq != seq || !matches!(state, JobState::Completed | JobState::Failed) {
             return false;
         }
-        let mut job = super::restore::job_of(row);
         if let Some(id) = job.custom_id() {
             self.evicted.ids.remove(id);
             self.custom_ids.insert(id.into(), key);

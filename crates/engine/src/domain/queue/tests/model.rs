@@ -8,8 +8,8 @@ use proptest::prelude::*;
 
 use super::{parse_taken, queue, T0};
 use crate::domain::job::JobState;
+use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Effects, NewJob, Outcome, QueueState};
-use crate::domain::queue_read::StateFilter;
 use crate::error::EngineError;
 
 const PRIORITIES: usize = 4;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::event::EventKind;
-use super::job::JobState;
-use super::options::{JobOptions, KeepJobs};
-use super::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
-use super::queue_read::StateFilter;
+use super::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
+use crate::domain::event::EventKind;
+use crate::domain::job::JobState;
+use crate::domain::listing::StateFilter;
+use crate::domain::options::{JobOptions, KeepJobs};
 use crate::error::EngineError;
 
 mod admin;

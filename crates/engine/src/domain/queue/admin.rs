@@ -1,11 +1,11 @@
 //! Administrative operations on one queue and on single jobs: pause/resume, drain, clean,
 //! obliterate, remove, progress, logs, data, priority, delay, promote and retry.
 
-use super::event::EventKind;
-use super::job::{JobKey, JobState};
-use super::persist::{DATA, EXTRA, STATE};
-use super::queue::{id_of, Effects, QueueState};
-use super::queue_read::StateFilter;
+use super::{id_of, Effects, QueueState};
+use crate::domain::changes::{DATA, EXTRA, STATE};
+use crate::domain::event::EventKind;
+use crate::domain::job::{JobKey, JobState};
+use crate::domain::listing::StateFilter;
 use crate::error::{EngineError, Result};
 
 impl QueueState {
@@ -121,9 +121,8 @@ impl QueueState {
         let mut fresh = QueueState::new(self.name.clone());
         std::mem::swap(&mut fresh.waiters, &mut self.waiters);
         fresh.jobs.set_persist(self.jobs.persists());
-        fresh.dirty.wipe = true;
-        fresh.dirty.meta = fresh.jobs.persists();
-        fresh.finished_limit = self.finished_limit;
+        fresh.wiped = fresh.jobs.persists();
+        fresh.settings_changed = fresh.jobs.persists();
         fresh.listeners = self.listeners;
         // Ids restart at 1, so tokens must not: an activation from before the obliterate must
         // never match a new job that reuses its id.
@@ -220,7 +219,7 @@ impl QueueState {
         if !asc {
             ordered.reverse();
         }
-        let page = match super::queue_read::page_bounds(total, start, end) {
+        let page = match crate::domain::listing::page_bounds(total, start, end) {
             Some((a, b)) => ordered[a..=b].iter().map(|s| s.to_string()).collect(),
             None => Vec::new(),
         };

@@ -9,24 +9,37 @@
 //!   gives paging, oldest-first trimming for retention and O(log n) removal.
 //!
 //! Invariant: every job in `jobs` is in exactly one of those structures, the one its `state` names.
-//! Finishing an activation lives in `queue_ack.rs`, reads and administrative operations in
-//! `queue_read.rs` and `queue_admin.rs`.
+//!
+//! The fields are private to this module and its children, one file per concern: finishing an
+//! activation (`ack.rs`), reads (`read.rs`), administrative operations (`admin.rs`), the books of
+//! jobs only the file holds (`evicted.rs`) and rebuilding from storage (`rebuild.rs`). Every
+//! change of a job goes through the [`JobStore`], which records it; [`QueueState::take_changes`]
+//! hands what changed to storage (`storage/rows.rs` decides how it is written).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::changes::{Changes, EvictedOp, STATE};
 use super::event::{Event, EventKind};
-use super::evicted::Evicted;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_store::JobStore;
 use super::job_table::JobTable;
 use super::options::JobOptions;
-use super::persist::{Dirty, STATE};
 use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
 use crate::structures::DelayedHeap;
+
+mod ack;
+mod admin;
+pub mod evicted;
+mod read;
+mod rebuild;
+#[cfg(test)]
+mod tests;
+
+pub use rebuild::{Stored, StoredSettings, STALLED_REASON};
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.
 #[derive(Default, Debug)]
@@ -38,7 +51,7 @@ pub struct Effects {
 }
 
 impl Effects {
-    pub(super) fn wake(&mut self, at: u64) {
+    fn wake(&mut self, at: u64) {
         self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
     }
 }
@@ -106,36 +119,37 @@ const MAX_INTERNED_NAMES: usize = 1_024;
 
 /// One queue.
 pub struct QueueState {
-    pub name: Arc<str>,
-    pub(super) jobs: JobStore,
-    pub(super) custom_ids: FxHashMap<Box<str>, JobKey>,
+    name: Arc<str>,
+    jobs: JobStore,
+    custom_ids: FxHashMap<Box<str>, JobKey>,
     names: FxHashSet<Arc<str>>,
-    pub(super) last_auto_id: u64,
-    pub(super) custom_seq: u64,
-    pub(super) order_seq: i64,
-    pub(super) ready: ReadyHeap,
-    pub(super) prioritized: usize,
-    pub(super) delayed: DelayedHeap<JobKey>,
-    pub(super) active: BTreeMap<u64, JobKey>,
-    pub(super) completed: BTreeMap<u64, JobKey>,
-    pub(super) failed: BTreeMap<u64, JobKey>,
-    pub(super) state_seq: u64,
-    pub(super) lock_seq: u64,
-    pub(super) paused: bool,
+    last_auto_id: u64,
+    custom_seq: u64,
+    order_seq: i64,
+    ready: ReadyHeap,
+    prioritized: usize,
+    delayed: DelayedHeap<JobKey>,
+    active: BTreeMap<u64, JobKey>,
+    completed: BTreeMap<u64, JobKey>,
+    failed: BTreeMap<u64, JobKey>,
+    state_seq: u64,
+    lock_seq: u64,
+    paused: bool,
     /// Long-poll waiters of this queue.
-    pub waiters: WaiterQueue,
+    waiters: WaiterQueue,
     /// Number of event listeners; events are collected only while > 0.
-    pub listeners: u32,
+    listeners: u32,
     /// Source of jitter for backoff (xorshift).
     rng: u64,
-    /// Changes not yet handed to storage (durable engines only).
-    pub(super) dirty: Dirty,
+    /// Since the last [`QueueState::take_changes`] (durable queues only): the paused flag
+    /// changed, the queue was wiped, operations on evicted jobs.
+    settings_changed: bool,
+    wiped: bool,
+    evicted_ops: Vec<EvictedOp>,
     /// Ids of jobs found active at recovery and put back (reported as `stalled`).
-    pub stalled: Vec<String>,
-    /// Finished jobs per state kept in memory (durable queues; unbounded in memory).
-    pub(super) finished_limit: usize,
+    stalled: Vec<String>,
     /// Finished jobs that live only on disk.
-    pub(super) evicted: Evicted,
+    evicted: evicted::Evicted,
 }
 
 impl QueueState {
@@ -162,15 +176,87 @@ impl QueueState {
             waiters: WaiterQueue::default(),
             listeners: 0,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-            dirty: Dirty::default(),
+            settings_changed: false,
+            wiped: false,
+            evicted_ops: Vec::new(),
             stalled: Vec::new(),
-            finished_limit: usize::MAX,
-            evicted: Evicted::default(),
+            evicted: evicted::Evicted::default(),
         }
     }
 
+    /// The queue's qualified name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Whether this queue records its changes for storage (a durable queue).
+    pub fn persists(&self) -> bool {
+        self.jobs.persists()
+    }
+
+    /// Turns recording on (durable engines) or off.
+    pub fn set_persist(&mut self, on: bool) {
+        self.jobs.set_persist(on);
+    }
+
+    /// Pauses or resumes the queue; its settings changed.
+    fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+        self.settings_changed |= self.jobs.persists();
+    }
+
+    /// Takes what changed since the last call (nothing on an in-memory queue).
+    pub fn take_changes(&mut self) -> Changes {
+        Changes {
+            wiped: std::mem::take(&mut self.wiped),
+            settings: std::mem::take(&mut self.settings_changed),
+            evicted: std::mem::take(&mut self.evicted_ops),
+            jobs: self.jobs.take_touched(),
+        }
+    }
+
+    /// The job `key` in memory.
+    pub fn job(&self, key: JobKey) -> Option<&Job> {
+        self.jobs.get(&key)
+    }
+
+    /// Run-at of the delayed job `key`.
+    pub fn run_at(&self, key: JobKey) -> Option<u64> {
+        self.delayed.get(&key)
+    }
+
+    /// Position key of the ready job `key` within its priority (negative for lifo).
+    pub fn ready_order(&self, key: JobKey) -> Option<i64> {
+        self.ready.get(&self.jobs, key).map(|(_, o)| o)
+    }
+
+    /// The id sequences: highest automatic id and custom-id key handed out so far.
+    pub fn id_sequences(&self) -> (u64, u64) {
+        (self.last_auto_id, self.custom_seq)
+    }
+
+    /// The queue's long-poll waiters.
+    pub fn waiters(&mut self) -> &mut WaiterQueue {
+        &mut self.waiters
+    }
+
+    /// One more event listener: events are collected while there is any.
+    pub fn subscribe(&mut self) {
+        self.listeners += 1;
+    }
+
+    /// One event listener less.
+    pub fn unsubscribe(&mut self) {
+        self.listeners = self.listeners.saturating_sub(1);
+    }
+
+    /// Takes the ids of jobs found active at recovery (each reported once).
+    pub fn take_stalled(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.stalled)
+    }
+
     /// Records an event if anyone listens.
-    pub(super) fn emit(&self, fx: &mut Effects, kind: impl FnOnce() -> EventKind) {
+    fn emit(&self, fx: &mut Effects, kind: impl FnOnce() -> EventKind) {
         if self.listeners > 0 {
             fx.events.push(Event {
                 queue: self.name.clone(),
@@ -190,14 +276,14 @@ impl QueueState {
         n
     }
 
-    pub(super) fn next_state_seq(&mut self) -> u64 {
+    fn next_state_seq(&mut self) -> u64 {
         self.state_seq += 1;
         self.state_seq
     }
 
     /// Puts a job (already in `jobs`) in the delayed heap to run at `run_at`. Its `seq` (written)
     /// orders it after the jobs scheduled before it for the same time, also after a restart.
-    pub(super) fn schedule(&mut self, key: JobKey, run_at: u64) {
+    fn schedule(&mut self, key: JobKey, run_at: u64) {
         let seq = self.next_state_seq();
         if let Some(job) = self.jobs.change(&key, STATE) {
             job.state_seq = seq;
@@ -228,7 +314,7 @@ impl QueueState {
             }
         };
         // The id sequences are not written here: recovery takes them from the highest key in the
-        // file, and deletions write them (see `take_storage_ops`). Inserting the record writes
+        // file, and deletions write them (see `storage/rows.rs`). Inserting the record writes
         // its row.
         let name = self.intern(&job.name);
         let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
@@ -263,7 +349,7 @@ impl QueueState {
     }
 
     /// Puts a job (already in `jobs`) into the ready heap by its priority; sets its state.
-    pub(super) fn push_ready(&mut self, key: JobKey, lifo: bool) {
+    fn push_ready(&mut self, key: JobKey, lifo: bool) {
         self.order_seq += 1;
         let order = if lifo {
             -self.order_seq
@@ -285,7 +371,7 @@ impl QueueState {
     }
 
     /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
-    pub(super) fn unready(&mut self, key: JobKey) -> bool {
+    fn unready(&mut self, key: JobKey) -> bool {
         // Not recorded here: every caller changes the job next (removes it, or records its new
         // priority and place), which writes the `ord` column.
         match self.ready.remove(self.jobs.heap_slots(), key) {
@@ -365,7 +451,7 @@ impl QueueState {
         taken
     }
 
-    pub(super) fn finished_set(&mut self, state: JobState) -> &mut BTreeMap<u64, JobKey> {
+    fn finished_set(&mut self, state: JobState) -> &mut BTreeMap<u64, JobKey> {
         match state {
             JobState::Failed => &mut self.failed,
             JobState::Active => &mut self.active,
@@ -374,7 +460,7 @@ impl QueueState {
     }
 
     /// Drops a job that is already out of every state structure.
-    pub(super) fn forget(&mut self, key: JobKey) -> Option<Job> {
+    fn forget(&mut self, key: JobKey) -> Option<Job> {
         // Removing the record deletes its row; a revival still under way for it is over.
         self.evicted.reviving.remove(&key);
         let job = self.jobs.remove(&key)?;
@@ -385,7 +471,7 @@ impl QueueState {
     }
 
     /// A draw in [0, 1) for backoff jitter (xorshift).
-    pub(super) fn next_unit(&mut self) -> f64 {
+    fn next_unit(&mut self) -> f64 {
         let mut x = self.rng;
         x ^= x << 13;
         x ^= x >> 7;
@@ -401,6 +487,6 @@ impl QueueState {
 }
 
 /// The id string of a job that is known to exist (empty if not, which never happens).
-pub(super) fn id_of(key: JobKey, jobs: &JobTable) -> String {
+fn id_of(key: JobKey, jobs: &JobTable) -> String {
     jobs.get(&key).map(Job::id_string).unwrap_or_default()
 }
