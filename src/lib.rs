@@ -3,7 +3,7 @@
 //! Every function is a free function taking a queue handle (`u32`) resolved once by
 //! [`registry::open_queue`], and talks to the backend behind it only through the engine crate's
 //! `Backend` trait; answers at hand return as values, pending ones as promises (`reply.rs`);
-//! payloads cross as JSON text; engine errors are built here as the JS
+//! payloads cross as JSON text, job records and events in the JSON of [`wire`]; engine errors are built here as the JS
 //! `TypeError` / `RangeError` / `QueueError` they stand for, with `code` (see [`errors`]).
 //! Functions catch panics (`catch_unwind`), which reach JS as plain errors that the JS layer
 //! reports as `ERR_INTERNAL`.
@@ -20,4 +20,5 @@ mod queue;
 mod registry;
 mod reply;
 mod text;
+mod wire;
 mod worker;

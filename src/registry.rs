@@ -47,6 +47,11 @@ impl Done {
     }
 }
 
+/// An engine's configuration with the binding's JSON wire.
+fn config() -> EngineConfig {
+    EngineConfig::new(Arc::new(crate::wire::JsonWire))
+}
+
 /// Whether two handles are the same backend.
 fn same(a: &Shared, b: &Shared) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
@@ -148,7 +153,7 @@ fn open_locked(
     finished_in_memory: Option<u32>,
 ) -> Result<u32> {
     if r.engines.is_empty() {
-        let engine: Shared = Arc::new(Engine::new(EngineConfig::default())?);
+        let engine: Shared = Arc::new(Engine::new(config())?);
         r.engines.push(Some(engine));
     }
     let Some(resolved) = resolved else {
@@ -164,7 +169,7 @@ fn open_locked(
         path: Some(resolved.clone()),
         sync_full: fsync,
         finished_in_memory: finished_in_memory.map(|n| n.max(1) as usize),
-        ..EngineConfig::default()
+        ..config()
     })?);
     let id = r.engines.len() as u32;
     r.engines.push(Some(engine));

@@ -29,8 +29,11 @@ use ferroqueue_engine::{
     Ack, AckResult, Engine, EngineConfig, JobOptions, NewJob, Outcome, QueueRef,
 };
 
+#[path = "support/bench_wire.rs"]
+mod bench_wire;
 #[path = "support/naive_queue.rs"]
 mod naive_queue;
+use bench_wire::BenchWire;
 use naive_queue::Naive;
 
 const N: usize = 10_000;
@@ -82,7 +85,7 @@ fn parse_taken(json: &str, out: &mut Vec<(String, u64)>) {
 fn engine() -> (Engine, QueueRef) {
     let e = Engine::new(EngineConfig {
         timer: false,
-        ..Default::default()
+        ..EngineConfig::new(Arc::new(BenchWire))
     })
     .expect("engine");
     let q = e.queue_ref("bench").expect("queue name");
@@ -153,7 +156,9 @@ impl Hot for QueueState {
 
     fn take(&mut self, out: &mut String) -> usize {
         out.push('[');
-        let n = QueueState::take(self, BATCH, NOW, out, &mut Effects::default());
+        let n = QueueState::take(self, BATCH, NOW, &mut Effects::default(), |job| {
+            ferroqueue_engine::wire::push_record(&BenchWire, job, true, out)
+        });
         out.push(']');
         n
     }

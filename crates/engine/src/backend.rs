@@ -137,7 +137,7 @@ pub enum JobChange {
 }
 
 /// Every queue operation the binding needs. Ids are job id strings; records and pages of records
-/// are JSON text (see `docs/engine.md`, "Records").
+/// are JSON text, each record written by the [`crate::Wire`] the backend was opened with.
 pub trait Backend: Send + Sync + 'static {
     /// Resolves (and validates) the queue `name` under BullMQ's `prefix`.
     fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef>;

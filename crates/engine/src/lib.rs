@@ -11,6 +11,8 @@
 //!   the event hub that fans transitions out to listeners, and the storage of a durable engine.
 //! - [`backend`]: the [`Backend`] trait, every operation the binding needs; the engine is its
 //!   first implementation (`application/embedded.rs`).
+//! - [`wire`]: the [`Wire`] a backend is opened with, which writes job records and events in
+//!   the caller's format (the binding's JSON); the engine only frames the arrays.
 //!
 //! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
 //! parses them.
@@ -23,6 +25,7 @@ pub mod error;
 pub mod storage;
 pub mod structures;
 pub mod sync;
+pub mod wire;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -35,3 +38,4 @@ pub use domain::job::{JobId, JobState};
 pub use domain::options::{Backoff, JobOptions, KeepJobs};
 pub use domain::queue::{AckResult, Added, NewJob, Outcome};
 pub use error::{EngineError, ErrorKind, Result};
+pub use wire::Wire;

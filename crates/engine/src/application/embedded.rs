@@ -16,6 +16,7 @@ use crate::domain::job::JobState;
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::error::{EngineError, Result};
+use crate::wire;
 
 /// Applies `change` to the job `id` in memory.
 fn apply(
@@ -140,7 +141,13 @@ impl Backend for Engine {
     }
 
     fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
-        self.find(q, id, |qs| qs.job_json(id), |job| job.record_json())
+        let wire = self.inner.wire.clone();
+        self.find(
+            q,
+            id,
+            |qs| self.record_of(qs, id),
+            move |job| wire::record(&*wire, &job),
+        )
     }
 
     fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>> {
@@ -151,7 +158,7 @@ impl Backend for Engine {
         if !self.pages_from_file(q, &states) {
             let text = self
                 .read(q, |qs| {
-                    qs.jobs_json(&states, page.start, page.end, page.asc)
+                    self.page_of(qs, &states, page.start, page.end, page.asc)
                 })
                 .unwrap_or_else(|| "[]".into());
             return Reply::Now(Ok(text));

@@ -16,7 +16,7 @@ use super::events::{EventHub, Notifier};
 use super::timer::Timer;
 use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
-use crate::domain::event::{write_events_json, Event};
+use crate::domain::event::Event;
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
@@ -26,6 +26,7 @@ use crate::error::{EngineError, Result};
 use crate::storage::eviction::{Eviction, DEFAULT_FINISHED_IN_MEMORY};
 use crate::storage::{restore, rows, Storage, StorageOp};
 use crate::structures::fnv1a;
+use crate::wire::{self, Wire};
 
 /// Most shards an engine uses.
 pub const MAX_SHARDS: usize = 64;
@@ -45,10 +46,13 @@ pub struct EngineConfig {
     /// Finished jobs per state and queue a durable engine keeps in memory (default 10,000);
     /// older ones are read from the file.
     pub finished_in_memory: Option<usize>,
+    /// How records and events are written for the caller (the binding's wire format).
+    pub wire: Arc<dyn Wire>,
 }
 
-impl Default for EngineConfig {
-    fn default() -> Self {
+impl EngineConfig {
+    /// An in-memory engine on the system clock with its timer, writing with `wire`.
+    pub fn new(wire: Arc<dyn Wire>) -> EngineConfig {
         EngineConfig {
             shards: None,
             clock: Arc::new(SystemClock),
@@ -56,6 +60,7 @@ impl Default for EngineConfig {
             path: None,
             sync_full: false,
             finished_in_memory: None,
+            wire,
         }
     }
 }
@@ -77,6 +82,7 @@ pub(super) struct Inner {
     mask: usize,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) hub: EventHub,
+    pub(super) wire: Arc<dyn Wire>,
     timer: Arc<Timer>,
     closed: AtomicBool,
     pub(super) storage: Option<Storage>,
@@ -151,6 +157,7 @@ impl Engine {
             mask,
             clock: config.clock.clone(),
             hub: EventHub::default(),
+            wire: config.wire.clone(),
             timer: Timer::new(),
             closed: AtomicBool::new(false),
             storage,
@@ -271,9 +278,12 @@ impl Engine {
 
     /// Activates up to `max` ready jobs now; returns their count and a JSON array of records.
     pub fn take(&self, q: &QueueRef, max: usize) -> (usize, String) {
+        let wire = &*self.inner.wire;
         self.with(q, |qs, now, fx| {
             let mut out = String::from("[");
-            let n = qs.take(max, now, &mut out, fx);
+            let n = qs.take(max, now, fx, |job| {
+                wire::push_record(wire, job, true, &mut out)
+            });
             out.push(']');
             (n, out)
         })
@@ -292,10 +302,13 @@ impl Engine {
             return (0, "[]".into());
         }
         let deadline = tokio::time::Instant::now() + timeout;
+        let wire = self.inner.wire.clone();
         loop {
             let (taken, rx) = self.with(q, |qs, now, fx| {
                 let mut out = String::from("[");
-                let n = qs.take(max, now, &mut out, fx);
+                let n = qs.take(max, now, fx, |job| {
+                    wire::push_record(&*wire, job, true, &mut out)
+                });
                 if n > 0 || timeout.is_zero() {
                     out.push(']');
                     return (Some((n, out)), None);
@@ -368,10 +381,7 @@ impl Engine {
 
     /// Takes every buffered event as a JSON array of `["queue","event",{payload}]`.
     pub fn drain_events_json(&self) -> String {
-        let events = self.drain_events();
-        let mut out = String::with_capacity(events.len() * 64 + 2);
-        write_events_json(&events, &mut out);
-        out
+        wire::events(&*self.inner.wire, &self.drain_events())
     }
 
     /// Closes the engine: a durable one commits what is queued, checkpoints the WAL and releases

@@ -13,6 +13,7 @@ use crate::error::{EngineError, Result};
 use crate::storage::recovery::{finished_page, row_of, JOB_SELECT};
 use crate::storage::restore::job_of;
 use crate::storage::Storage;
+use crate::wire;
 
 fn code(state: JobState) -> i64 {
     match state {
@@ -101,6 +102,7 @@ impl Engine {
                 StateFilter::State(s @ (JobState::Completed | JobState::Failed)) => {
                     let name = q.name().to_string();
                     let order = if asc { "ASC" } else { "DESC" };
+                    let wire = &*self.inner.wire;
                     self.storage()?.read(|c| {
                         let mut stmt = c.prepare_cached(&finished_page(order))?;
                         let mut rows = stmt.query(rusqlite::params![
@@ -112,7 +114,7 @@ impl Engine {
                         let mut names = Default::default();
                         let mut v = Vec::new();
                         while let Some(r) = rows.next()? {
-                            v.push(job_of(row_of(r, &mut names)?).record_json());
+                            v.push(wire::record(wire, &job_of(row_of(r, &mut names)?)));
                         }
                         Ok(v)
                     })?
@@ -120,7 +122,8 @@ impl Engine {
                 other => {
                     let text = self
                         .read(q, |qs| {
-                            qs.jobs_json(&[*other], offset as i64, (offset + count - 1) as i64, asc)
+                            let end = (offset + count - 1) as i64;
+                            self.page_of(qs, &[*other], offset as i64, end, asc)
                         })
                         .unwrap_or_else(|| "[]".into());
                     split_records(&text)?

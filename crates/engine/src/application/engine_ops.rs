@@ -5,14 +5,39 @@ use super::engine::Engine;
 use crate::backend::QueueRef;
 use crate::domain::job::JobState;
 use crate::domain::listing::StateFilter;
+use crate::domain::queue::QueueState;
 use crate::error::{EngineError, Result};
+use crate::wire;
 
 pub use crate::domain::listing::parse_states;
 
 impl Engine {
-    /// A job's JSON record, `None` when absent.
+    /// A job's record, `None` when absent.
     pub fn job_json(&self, q: &QueueRef, id: &str) -> Option<String> {
-        self.read(q, |qs| qs.job_json(id)).flatten()
+        self.read(q, |qs| self.record_of(qs, id)).flatten()
+    }
+
+    /// The record of job `id` of `qs` in memory.
+    pub(super) fn record_of(&self, qs: &QueueState, id: &str) -> Option<String> {
+        qs.job_by_id(id).map(|j| wire::record(&*self.inner.wire, j))
+    }
+
+    /// A page of `qs`'s jobs in `filters` as a JSON array of records.
+    pub(super) fn page_of(
+        &self,
+        qs: &QueueState,
+        filters: &[StateFilter],
+        start: i64,
+        end: i64,
+        asc: bool,
+    ) -> String {
+        let wire = &*self.inner.wire;
+        let mut out = String::from("[");
+        qs.jobs_page(filters, start, end, asc, |j| {
+            wire::push_record(wire, j, false, &mut out)
+        });
+        out.push(']');
+        out
     }
 
     /// A job's state name, `"unknown"` when absent.
@@ -56,7 +81,7 @@ impl Engine {
     ) -> Result<String> {
         let filters = parse_states("types", states)?;
         Ok(self
-            .read(q, |qs| qs.jobs_json(&filters, start, end, asc))
+            .read(q, |qs| self.page_of(qs, &filters, start, end, asc))
             .unwrap_or_else(|| "[]".into()))
     }
 

@@ -24,7 +24,7 @@ fn engine() -> (Engine, Arc<MockClock>) {
         clock: clock.clone(),
         timer: false,
         shards: Some(4),
-        ..Default::default()
+        ..EngineConfig::new(crate::wire::test_json::wire())
     };
     (Engine::new(config).unwrap(), clock)
 }
@@ -118,7 +118,7 @@ fn shard_count_is_a_power_of_two_up_to_64() {
         let config = EngineConfig {
             shards: Some(asked),
             timer: false,
-            ..Default::default()
+            ..EngineConfig::new(crate::wire::test_json::wire())
         };
         assert_eq!(Engine::new(config).unwrap().shard_count(), got, "{asked}");
     }
@@ -339,7 +339,7 @@ fn wait_for(what: &str, cond: impl Fn() -> bool) -> Duration {
 
 #[test]
 fn real_timer_promotes_delayed_jobs_and_backoff_retries() {
-    let e = Engine::new(EngineConfig::default()).unwrap();
+    let e = Engine::new(EngineConfig::new(crate::wire::test_json::wire())).unwrap();
     let q = qref(&e, "timer");
     add(&e, &q, r#"{"delay":60000}"#);
     let start = Instant::now();
@@ -367,7 +367,7 @@ fn real_timer_promotes_delayed_jobs_and_backoff_retries() {
 
 #[tokio::test]
 async fn real_timer_wakes_a_pending_pull() {
-    let e = Engine::new(EngineConfig::default()).unwrap();
+    let e = Engine::new(EngineConfig::new(crate::wire::test_json::wire())).unwrap();
     let q = qref(&e, "timer-pull");
     add(&e, &q, r#"{"delay":30}"#);
     let start = Instant::now();

@@ -1,4 +1,5 @@
-//! The job record, its states and ids, and its JSON view.
+//! The job record, its states and ids. How a record is written for JS is the binding's wire
+//! (`crate::wire`).
 //!
 //! Ids: automatic ids are per-queue increasing integers ("1", "2", ...); their internal key is the
 //! number itself. Custom ids (strings that are not canonical integers) get keys with
@@ -6,7 +7,6 @@
 //! Rarely used fields (progress, logs, results, errors) live in a boxed [`JobExtra`] so that a
 //! waiting job costs little memory beyond its payload.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::options::{Backoff, JobOptions, KeepJobs};
@@ -257,130 +257,6 @@ impl Job {
     pub fn extra_mut(&mut self) -> &mut JobExtra {
         self.extra.get_or_insert_with(Default::default)
     }
-
-    /// The JSON record of the job, as `getJob` returns it.
-    pub fn record_json(&self) -> String {
-        let mut s = String::with_capacity(256 + self.data.len());
-        self.write_json(&mut s, false);
-        s
-    }
-
-    /// Appends the job's JSON record (BullMQ's job fields) to `out`. With `token` (a record
-    /// handed to a worker) it adds the activation token a worker must ack with, and leaves out
-    /// fields at their defaults (empty options, no progress, return value, failure or stack
-    /// trace, zero delay, priority and attempts, no finish time) to keep pulls small; readers
-    /// fill those defaults in.
-    pub fn write_json(&self, out: &mut String, token: bool) {
-        let slim = token;
-        out.push_str("{\"id\":");
-        match self.custom_id() {
-            Some(s) => push_json_str(out, s),
-            // Records for workers carry an auto id as a number: V8 interns short strings that
-            // JSON.parse meets, and a fresh id string per job grew its string table.
-            None if slim => {
-                let _ = write!(out, "{}", self.key);
-            }
-            None => {
-                let _ = write!(out, "\"{}\"", self.key);
-            }
-        }
-        out.push_str(",\"name\":");
-        push_json_str(out, &self.name);
-        out.push_str(",\"data\":");
-        out.push_str(&self.data);
-        if !slim || self.opts_json().is_some() {
-            out.push_str(",\"opts\":");
-            out.push_str(self.opts_json().unwrap_or("{}"));
-        }
-        let extra = self.extra.as_deref();
-        let progress = extra.and_then(|e| e.progress.as_deref());
-        if !slim || progress.is_some() {
-            out.push_str(",\"progress\":");
-            out.push_str(progress.unwrap_or("0"));
-        }
-        let returnvalue = extra.and_then(|e| e.returnvalue.as_deref());
-        if !slim || returnvalue.is_some() {
-            out.push_str(",\"returnvalue\":");
-            out.push_str(returnvalue.unwrap_or("null"));
-        }
-        let failed = extra.and_then(|e| e.failed_reason.as_deref());
-        if !slim || failed.is_some() {
-            out.push_str(",\"failedReason\":");
-            match failed {
-                Some(r) => push_json_str(out, r),
-                None => out.push_str("null"),
-            }
-        }
-        let stack = extra.map_or(&[][..], |e| &e.stacktrace[..]);
-        if !slim || !stack.is_empty() {
-            out.push_str(",\"stacktrace\":[");
-            for (i, s) in stack.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_json_str(out, s);
-            }
-            out.push(']');
-        }
-        for (key, value) in [
-            ("attemptsMade", self.attempts_made as u64),
-            ("delay", self.delay),
-            ("priority", self.priority as u64),
-        ] {
-            if !slim || value != 0 {
-                let _ = write!(out, ",\"{key}\":{value}");
-            }
-        }
-        let _ = write!(
-            out,
-            ",\"attemptsStarted\":{},\"timestamp\":{}",
-            self.attempts_started, self.timestamp
-        );
-        push_opt_time(out, ",\"processedOn\":", self.processed_on);
-        if !slim || self.finished_on != 0 {
-            push_opt_time(out, ",\"finishedOn\":", self.finished_on);
-        }
-        if token {
-            let _ = write!(out, ",\"token\":{}", self.lock);
-        }
-        out.push('}');
-    }
-}
-
-fn push_opt_time(out: &mut String, key: &str, t: u64) {
-    out.push_str(key);
-    if t == 0 {
-        out.push_str("null");
-    } else {
-        let _ = write!(out, "{t}");
-    }
-}
-
-/// Appends `s` as a JSON string literal.
-pub fn push_json_str(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0..=0x1f => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => {
-                let _ = write!(out, "\\u{b:04x}");
-            }
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
 }
 
 /// The id of a parsed job record as a string (worker records carry auto ids as numbers).
@@ -425,38 +301,6 @@ mod tests {
         assert_eq!(JobId::parse("x7").to_string(), "x7");
     }
 
-    /// Fields a pulled record leaves out at their defaults.
-    const DEFAULTED: [&str; 9] = [
-        "opts",
-        "progress",
-        "returnvalue",
-        "failedReason",
-        "stacktrace",
-        "attemptsMade",
-        "delay",
-        "priority",
-        "finishedOn",
-    ];
-
-    fn record(j: &Job, token: bool) -> serde_json::Value {
-        let mut s = String::new();
-        j.write_json(&mut s, token);
-        serde_json::from_str(&s).unwrap()
-    }
-
-    #[test]
-    fn pulled_records_leave_defaults_out_and_full_records_keep_them() {
-        let j = Job::new(9, Arc::from("n"), "1".into(), &JobOptions::defaults(), 5);
-        let slim = record(&j, true);
-        let full = record(&j, false);
-        for field in DEFAULTED {
-            assert!(slim.get(field).is_none(), "{field} in {slim}");
-            assert!(full.get(field).is_some(), "{field} missing in {full}");
-        }
-        assert_eq!(slim["timestamp"], 5);
-        assert_eq!(slim["attemptsStarted"], 0);
-    }
-
     #[test]
     fn a_job_record_stays_small() {
         // Memory per waiting job is a published target (docs/benchmarks-rust.md, README), and
@@ -468,23 +312,5 @@ mod tests {
             plain.rare.is_none(),
             "a job without options allocates no rare fields"
         );
-    }
-
-    #[test]
-    fn json_record_is_valid_json() {
-        let opts = JobOptions::defaults();
-        let mut j = Job::new(3, Arc::from("em\"ail"), "{\"a\":1}".into(), &opts, 1000);
-        j.extra_mut().failed_reason = Some("bad\n\u{1}thing".into());
-        j.extra_mut().stacktrace.push("at x".into());
-        let mut s = String::new();
-        j.write_json(&mut s, true);
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v["id"], 3, "worker records carry auto ids as numbers");
-        assert_eq!(v["name"], "em\"ail");
-        assert_eq!(v["data"]["a"], 1);
-        assert_eq!(v["failedReason"], "bad\n\u{1}thing");
-        assert_eq!(v["processedOn"], serde_json::Value::Null);
-        assert_eq!(v["token"], 0);
-        assert_eq!(v["stacktrace"][0], "at x");
     }
 }

@@ -26,7 +26,7 @@ async fn a_producer_that_outruns_a_stalled_disk_waits_for_room() {
     let e = Engine::new(EngineConfig {
         path: Some(dir.path().join("b.db")),
         timer: false,
-        ..EngineConfig::default()
+        ..EngineConfig::new(crate::wire::test_json::wire())
     })
     .unwrap();
     let q = e.queue_ref("q").unwrap();

@@ -26,7 +26,7 @@ fn open(path: &Path, clock: Arc<MockClock>) -> Engine {
         timer: false,
         path: Some(path.to_path_buf()),
         finished_in_memory: Some(LIMIT),
-        ..EngineConfig::default()
+        ..EngineConfig::new(crate::wire::test_json::wire())
     })
     .unwrap()
 }

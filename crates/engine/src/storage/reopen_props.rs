@@ -126,7 +126,7 @@ fn open(path: &Path, clock: Arc<MockClock>) -> Engine {
         path: Some(path.to_path_buf()),
         finished_in_memory: Some(BOUND),
         shards: Some(1),
-        ..EngineConfig::default()
+        ..EngineConfig::new(crate::wire::test_json::wire())
     })
     .expect("open")
 }

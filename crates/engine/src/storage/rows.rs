@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::domain::changes::{Changes, EvictedOp, DATA, EXTRA, NEW, STATE};
-use crate::domain::job::{push_json_str, Job, JobKey, JobState};
+use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::queue::QueueState;
 
 /// A job's state columns.
@@ -93,19 +93,12 @@ impl StorageOp {
     }
 }
 
+/// A JSON array of texts, `None` when empty.
 fn json_array(items: &[Box<str>]) -> Option<String> {
     if items.is_empty() {
         return None;
     }
-    let mut s = String::from("[");
-    for (i, it) in items.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        push_json_str(&mut s, it);
-    }
-    s.push(']');
-    Some(s)
+    serde_json::to_string(items).ok()
 }
 
 fn state_cols(q: &QueueState, job: &Job) -> StateCols {

@@ -60,7 +60,7 @@ fn a_version_1_file_migrates_and_keeps_its_rows() {
     let e = crate::Engine::new(crate::EngineConfig {
         timer: false,
         path: Some(path.clone()),
-        ..Default::default()
+        ..crate::EngineConfig::new(crate::wire::test_json::wire())
     })
     .expect("opens and migrates");
     let q = e.queue_ref("q").expect("queue");

@@ -15,7 +15,7 @@ fn open(path: &Path) -> crate::Result<Engine> {
         clock: Arc::new(MockClock::new(1_000_000)),
         timer: false,
         path: Some(path.to_path_buf()),
-        ..EngineConfig::default()
+        ..EngineConfig::new(crate::wire::test_json::wire())
     })
 }
 

@@ -407,9 +407,16 @@ impl QueueState {
         self.delayed.next_due()
     }
 
-    /// Activates up to `max` ready jobs (none while paused), appending their JSON records (with
-    /// tokens) to `out` as array elements. Returns how many were taken. O(k log n).
-    pub fn take(&mut self, max: usize, now: u64, out: &mut String, fx: &mut Effects) -> usize {
+    /// Activates up to `max` ready jobs (none while paused), handing each to `each` as it is
+    /// activated (its `lock` is the token to ack with). Returns how many were taken.
+    /// O(k log n).
+    pub fn take(
+        &mut self,
+        max: usize,
+        now: u64,
+        fx: &mut Effects,
+        mut each: impl FnMut(&Job),
+    ) -> usize {
         self.promote_due(now, fx);
         if self.paused {
             return 0;
@@ -434,10 +441,7 @@ impl QueueState {
             job.processed_on = now;
             job.attempts_started += 1;
             job.state_seq = seq;
-            if taken > 0 || out.len() > 1 {
-                out.push(',');
-            }
-            job.write_json(out, true);
+            each(job);
             self.active.insert(seq, key);
             self.emit(fx, || EventKind::Active {
                 job_id: id_of(key, &self.jobs),

@@ -31,9 +31,9 @@ impl QueueState {
             .map(|j| j.state)
     }
 
-    /// The JSON record of a job by id.
-    pub fn job_json(&self, id: &str) -> Option<String> {
-        self.jobs.get(&self.key_of(id)?).map(Job::record_json)
+    /// A job by id.
+    pub fn job_by_id(&self, id: &str) -> Option<&Job> {
+        self.jobs.get(&self.key_of(id)?)
     }
 
     /// Number of jobs in a state. O(1).
@@ -91,8 +91,15 @@ impl QueueState {
         }
     }
 
-    /// A page of jobs of the given states as a JSON array of records.
-    pub fn jobs_json(&self, filters: &[StateFilter], start: i64, end: i64, asc: bool) -> String {
+    /// The jobs of a page of the given states, handed to `each` in order.
+    pub fn jobs_page(
+        &self,
+        filters: &[StateFilter],
+        start: i64,
+        end: i64,
+        asc: bool,
+        mut each: impl FnMut(&Job),
+    ) {
         let mut keys = Vec::new();
         for f in filters {
             let mut k = self.keys_in(*f);
@@ -101,20 +108,12 @@ impl QueueState {
             }
             keys.extend(k);
         }
-        let mut out = String::from("[");
         if let Some((from, to)) = page_bounds(keys.len(), start, end) {
-            let mut first = true;
             for key in &keys[from..=to] {
                 if let Some(job) = self.jobs.get(key) {
-                    if !first {
-                        out.push(',');
-                    }
-                    first = false;
-                    job.write_json(&mut out, false);
+                    each(job);
                 }
             }
         }
-        out.push(']');
-        out
     }
 }

@@ -46,15 +46,15 @@ fn add_fx(q: &mut QueueState, opts: &str, now: u64, fx: &mut Effects) -> String 
     }
 }
 
-/// Parses a JSON array of job records into (id, token) pairs.
-use crate::domain::job::parse_taken;
-
+/// Takes up to `max` jobs: their (id, token) pairs.
 fn take_fx(q: &mut QueueState, max: usize, now: u64, fx: &mut Effects) -> Vec<(String, u64)> {
-    let mut out = String::from("[");
-    let n = q.take(max, now, &mut out, fx);
-    out.push(']');
-    let taken = parse_taken(&out);
-    assert_eq!(taken.len(), n, "take's count matches its records");
+    let mut taken = Vec::new();
+    let n = q.take(max, now, fx, |j| taken.push((j.id_string(), j.lock)));
+    assert_eq!(
+        taken.len(),
+        n,
+        "take's count matches the jobs it handed out"
+    );
     taken
 }
 
@@ -118,15 +118,25 @@ fn counts(q: &QueueState) -> String {
 }
 
 fn json(q: &QueueState, id: &str) -> Value {
-    serde_json::from_str(&q.job_json(id).expect("job exists")).unwrap()
+    crate::wire::test_json::record_value(q.job_by_id(id).expect("job exists"), false)
+}
+
+/// Ids of a page of jobs in `filters`.
+fn page_ids(
+    q: &QueueState,
+    filters: &[StateFilter],
+    start: i64,
+    end: i64,
+    asc: bool,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    q.jobs_page(filters, start, end, asc, |j| ids.push(j.id_string()));
+    ids
 }
 
 fn ids_of(q: &QueueState, states: &[JobState], start: i64, end: i64, asc: bool) -> Vec<String> {
     let f: Vec<StateFilter> = states.iter().map(|s| StateFilter::State(*s)).collect();
-    let v: Vec<Value> = serde_json::from_str(&q.jobs_json(&f, start, end, asc)).unwrap();
-    v.iter()
-        .map(|j| crate::domain::job::record_id(&j["id"]))
-        .collect()
+    page_ids(q, &f, start, end, asc)
 }
 
 fn strs(v: &[&str]) -> Vec<String> {

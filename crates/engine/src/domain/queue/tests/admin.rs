@@ -188,7 +188,7 @@ fn getters_page_inclusively_and_desc_reverses_each_state() {
         (j["returnvalue"].as_str(), j["data"]["n"].as_u64()),
         (Some("done"), Some(1))
     );
-    assert!(q.job_json("99").is_none());
+    assert!(q.job_by_id("99").is_none());
 }
 
 #[test]

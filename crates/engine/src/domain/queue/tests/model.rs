@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use proptest::prelude::*;
 
-use super::{parse_taken, queue, T0};
+use super::{page_ids, queue, take_fx, T0};
 use crate::domain::job::JobState;
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Effects, NewJob, Outcome, QueueState};
@@ -136,13 +136,6 @@ impl Model {
     }
 }
 
-fn ids(json: &str) -> Vec<String> {
-    let v: Vec<serde_json::Value> = serde_json::from_str(json).unwrap();
-    v.iter()
-        .map(|j| crate::domain::job::record_id(&j["id"]))
-        .collect()
-}
-
 fn check(q: &QueueState, m: &Model) -> Result<(), TestCaseError> {
     let states = [
         JobState::Waiting,
@@ -183,15 +176,15 @@ fn check(q: &QueueState, m: &Model) -> Result<(), TestCaseError> {
         "paused is never a count"
     );
     prop_assert_eq!(q.count(), ready + m.delayed.len());
-    let waiting = q.jobs_json(&[StateFilter::State(JobState::Waiting)], 0, -1, true);
-    prop_assert_eq!(ids(&waiting), m.ready_ids(0..1));
-    let prioritized = q.jobs_json(&[StateFilter::State(JobState::Prioritized)], 0, -1, true);
-    prop_assert_eq!(ids(&prioritized), m.ready_ids(1..PRIORITIES));
+    let waiting = page_ids(q, &[StateFilter::State(JobState::Waiting)], 0, -1, true);
+    prop_assert_eq!(waiting, m.ready_ids(0..1));
+    let prioritized = page_ids(q, &[StateFilter::State(JobState::Prioritized)], 0, -1, true);
+    prop_assert_eq!(prioritized, m.ready_ids(1..PRIORITIES));
     let mut delayed = m.delayed.clone();
     delayed.sort_unstable();
     let want: Vec<String> = delayed.iter().map(|(_, _, id)| id.to_string()).collect();
     prop_assert_eq!(
-        ids(&q.jobs_json(&[StateFilter::State(JobState::Delayed)], 0, -1, true)),
+        page_ids(q, &[StateFilter::State(JobState::Delayed)], 0, -1, true),
         want
     );
     Ok(())
@@ -241,10 +234,7 @@ fn apply(q: &mut QueueState, m: &mut Model, now: &mut u64, op: Op) -> Result<(),
             }
         }
         Op::Take(max) => {
-            let mut out = String::from("[");
-            q.take(max, *now, &mut out, fx);
-            out.push(']');
-            let got = parse_taken(&out);
+            let got = take_fx(q, max, *now, fx);
             let want = m.take(max, *now);
             let got_ids: Vec<u64> = got.iter().map(|(id, _)| id.parse().unwrap()).collect();
             prop_assert_eq!(&got_ids, &want, "pop order");
