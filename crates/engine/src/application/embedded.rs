@@ -1,7 +1,7 @@
 //! The embedded engine as a [`Backend`]: memory, or memory + one SQLite file. Answers come from
 //! memory at once (`Reply::Now`); only a finished job that the file alone holds (evicted, see
-//! `domain/queue/evicted.rs`) needs a file read or a revival first (`Reply::Later`). This file is the
-//! whole of that routing: neither the binding nor JS knows where a job lives.
+//! `domain/queue/evicted.rs`) needs a file read or a revival first (`Reply::Later`). This file is
+//! the whole of that routing: neither the binding nor JS knows where a job lives.
 
 use std::time::Duration;
 
@@ -11,8 +11,7 @@ use super::engine::{Ack, Engine};
 use super::engine_disk::stored_logs_page;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
-use crate::domain::job::Job;
-use crate::domain::job::JobState;
+use crate::domain::job::{Job, JobState};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::error::{EngineError, Result};
@@ -44,8 +43,8 @@ fn apply(
 
 impl Engine {
     /// Job `id` as `f` reads it from memory, else, if only the file can hold it, as
-    /// `from_stored` reads the job stored there (after a wait for the commit of everything submitted); `None` when
-    /// there is no such job.
+    /// `from_stored` reads the job stored there (after a wait for the commit of everything
+    /// submitted); `None` when there is no such job.
     fn find<T: Send + 'static>(
         &self,
         q: &QueueRef,

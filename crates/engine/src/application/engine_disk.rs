@@ -143,8 +143,9 @@ impl Engine {
 
     /// Brings an evicted job back into memory so it can be changed; resolves whether it is in
     /// memory now (false: the file has no such finished job, or it was removed meanwhile). The
-    /// writer claims the row in order with every other write (see [`crate::domain::changes::EvictedOp::Revive`]), so no
-    /// deletion can slip between reading it and taking it in.
+    /// writer claims the row in order with every other write (see
+    /// [`crate::domain::changes::EvictedOp::Revive`]), so no deletion can slip between reading
+    /// it and taking it in.
     pub async fn revive(&self, q: &QueueRef, key: JobKey) -> Result<bool> {
         let (tx, rx) = oneshot::channel();
         let queued = self.with(q, |qs, _, _| {

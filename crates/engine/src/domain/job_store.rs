@@ -3,8 +3,8 @@
 //! The domain cannot change a job without saying which of its columns the change touches: the
 //! only mutable access is [`JobStore::change`], and adding or removing a job records the new or
 //! deleted row by itself. At the end of each engine call the recorded keys are snapshotted into
-//! storage operations (`storage/rows.rs`). Reads go through `Deref` to the [`JobTable`]; there is no
-//! `DerefMut`. Two doors stay unrecorded on purpose, each named for its one use: the ready heap's
+//! storage operations (`storage/rows.rs`). Reads go through `Deref` to the [`JobTable`]; there is
+//! no `DerefMut`. Two doors stay unrecorded on purpose, each named for its one use: the ready heap's
 //! own bookkeeping in the records ([`JobStore::heap_slots`]), and jobs that move between memory
 //! and the file without changing ([`JobStore::restore`], [`JobStore::evict`]).
 
