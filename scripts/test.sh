@@ -3,6 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A PostgreSQL server of its own for the PostgreSQL backend's tests (scripts/postgres.sh:
+# installed if missing, a free 127.0.0.1 port, a temporary folder), stopped by pid on exit.
+# Required: with it set, a test that finds no server fails instead of skipping.
+eval "$(bash scripts/postgres.sh start)"
+trap 'bash scripts/postgres.sh stop "$PG_TEST_DIR"' EXIT
+export FERROQUEUE_REQUIRE_POSTGRES=1
+
 # A second addon with the `test-hooks` feature (debugPanic) for __test__/panic.spec.mjs; the
 # shipped one never has it. Built first: the release build below then restores the real addon.
 cargo build --release --features test-hooks --quiet

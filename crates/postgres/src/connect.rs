@@ -1,0 +1,108 @@
+//! Connecting to PostgreSQL: a URL (`postgresql://user@host:5432/db`) and the schema ferroqueue
+//! keeps its tables in (default `ferroqueue`). Errors name what was wrong and never the password.
+
+use ferroqueue_engine::EngineError;
+use tokio_postgres::{Client, NoTls};
+
+/// The schema ferroqueue uses unless told otherwise.
+pub const DEFAULT_SCHEMA: &str = "ferroqueue";
+
+/// Where a backend keeps its queues. Its `Debug` form, like its errors, leaves out the user and
+/// password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Target {
+    url: String,
+    schema: String,
+}
+
+impl Target {
+    /// A target; the schema must be a plain lower-case identifier (`[a-z_][a-z0-9_]*`, at most
+    /// 63 bytes), so it can be written into statements unquoted.
+    ///
+    /// Errors: `ERR_INVALID_OPTION` naming `connection` or `schema`.
+    pub fn new(url: &str, schema: Option<&str>) -> Result<Target, EngineError> {
+        if !(url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+            return Err(EngineError::range(
+                "connection",
+                "must be a PostgreSQL URL (postgresql://user@host:5432/database)",
+            ));
+        }
+        url.parse::<tokio_postgres::Config>().map_err(|e| {
+            EngineError::range("connection", format!("is not a valid PostgreSQL URL: {e}"))
+        })?;
+        let schema = schema.unwrap_or(DEFAULT_SCHEMA);
+        let plain = !schema.is_empty()
+            && schema.len() <= 63
+            && schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !schema.as_bytes()[0].is_ascii_digit();
+        if !plain {
+            return Err(EngineError::range(
+                "schema",
+                format!(
+                    "must be a lower-case identifier ([a-z_][a-z0-9_]*, at most 63 bytes), \
+                     got {schema:?}"
+                ),
+            ));
+        }
+        Ok(Target {
+            url: url.to_string(),
+            schema: schema.to_string(),
+        })
+    }
+
+    /// The schema name.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The server as errors show it: host, port and database, no user or password.
+    pub fn shown(&self) -> String {
+        match self.url.parse::<tokio_postgres::Config>() {
+            Ok(c) => {
+                let host = c
+                    .get_hosts()
+                    .first()
+                    .map(|h| match h {
+                        tokio_postgres::config::Host::Tcp(s) => s.clone(),
+                        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+                    })
+                    .unwrap_or_default();
+                let port = c.get_ports().first().copied().unwrap_or(5432);
+                let db = c.get_dbname().unwrap_or("");
+                format!("postgresql://{host}:{port}/{db} (schema {})", self.schema)
+            }
+            Err(_) => format!("PostgreSQL (schema {})", self.schema),
+        }
+    }
+
+    /// A storage error about this target.
+    pub fn error(&self, what: &str, e: impl std::fmt::Display) -> EngineError {
+        EngineError::StorageIo {
+            path: self.shown(),
+            reason: format!("{what}: {e}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
+/// Opens one connection, driven on the current tokio runtime until the client is dropped.
+///
+/// Errors: `ERR_STORAGE_IO` naming the server (not the password) when it cannot be reached or
+/// refuses the credentials.
+pub async fn connect(target: &Target) -> Result<Client, EngineError> {
+    let (client, connection) = tokio_postgres::connect(&target.url, NoTls)
+        .await
+        .map_err(|e| target.error("cannot connect", e))?;
+    tokio::spawn(async move {
+        // The client sees a dropped connection as errors on its calls.
+        let _ = connection.await;
+    });
+    Ok(client)
+}

@@ -1,0 +1,13 @@
+//! ferroqueue on PostgreSQL: the database is the truth, shared by any number of processes on any
+//! number of machines. This crate holds the schema and its migrations ([`schema`]), connecting
+//! with clear errors ([`connect`]) and the batched statements the backend is built from
+//! ([`jobs`]): bulk insert in one statement, claim of many jobs per round trip
+//! (`FOR UPDATE SKIP LOCKED`), completion of many over arrays with lease fencing. The design and
+//! what was measured are in `docs/postgres.md`; the `Backend` implementation over these comes
+//! next (issue 9).
+
+pub mod connect;
+pub mod jobs;
+pub mod schema;
+
+pub use connect::{connect, Target};

@@ -1,0 +1,176 @@
+//! The schema: created and migrated by ferroqueue itself, in its own PostgreSQL schema, versioned
+//! (`meta.version`), every migration in one transaction under an advisory lock keyed by the
+//! schema name, so processes starting together migrate once. A schema of a newer version, or one
+//! that holds tables ferroqueue did not create, is refused and left untouched.
+//!
+//! Tables (see `docs/postgres.md`):
+//! - `queues`: one row per queue: paused flag, automatic id and admission-order sequences.
+//! - `jobs`: the hot table of unfinished jobs (waiting, prioritized, delayed, active), kept small:
+//!   finished jobs leave it. Partial indexes per state: ready `(queue, priority, ord)`, delayed
+//!   `(run_at)`, leases `(lease_until)`. Fill factor 70 leaves room for in-page updates.
+//! - `finished`: completed and failed jobs in the order they finished (`seq`), for getters and
+//!   retention.
+//! - `job_ids`: custom ids (`jobId`), unique per queue across `jobs` and `finished`.
+//! - `events`: QueueEvents' feed, written in the transaction of the change, read in commit order
+//!   (by `xid`, below the reader's snapshot `xmin`).
+
+use ferroqueue_engine::structures::fnv1a;
+use ferroqueue_engine::EngineError;
+use tokio_postgres::Client;
+
+use crate::connect::Target;
+
+/// The schema version this build writes.
+pub const VERSION: i32 = 1;
+
+/// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
+const MIGRATIONS: [&str; VERSION as usize] = [r#"
+CREATE TABLE {s}.queues (
+    name text PRIMARY KEY,
+    paused boolean NOT NULL DEFAULT false,
+    last_auto_id bigint NOT NULL DEFAULT 0,
+    order_seq bigint NOT NULL DEFAULT 0
+);
+CREATE SEQUENCE {s}.tokens;
+CREATE TABLE {s}.jobs (
+    queue text NOT NULL,
+    key bigint NOT NULL,
+    custom_id text,
+    name text NOT NULL,
+    data text NOT NULL,
+    opts text,
+    state smallint NOT NULL,
+    priority integer NOT NULL DEFAULT 0,
+    ord bigint NOT NULL DEFAULT 0,
+    delay bigint NOT NULL DEFAULT 0,
+    run_at timestamptz,
+    timestamp bigint NOT NULL,
+    processed_on bigint,
+    attempts_made integer NOT NULL DEFAULT 0,
+    attempts_started integer NOT NULL DEFAULT 0,
+    stalled_counter integer NOT NULL DEFAULT 0,
+    token bigint,
+    lease_until timestamptz,
+    progress text,
+    returnvalue text,
+    failed_reason text,
+    stacktrace text,
+    logs text,
+    PRIMARY KEY (queue, key)
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX jobs_ready ON {s}.jobs (queue, priority, ord) WHERE state IN (0, 1);
+CREATE INDEX jobs_delayed ON {s}.jobs (run_at) WHERE state = 2;
+CREATE INDEX jobs_leases ON {s}.jobs (lease_until) WHERE state = 3;
+CREATE TABLE {s}.finished (
+    queue text NOT NULL,
+    key bigint NOT NULL,
+    custom_id text,
+    name text NOT NULL,
+    data text NOT NULL,
+    opts text,
+    state smallint NOT NULL,
+    priority integer NOT NULL,
+    delay bigint NOT NULL,
+    timestamp bigint NOT NULL,
+    processed_on bigint,
+    finished_on bigint NOT NULL,
+    attempts_made integer NOT NULL,
+    attempts_started integer NOT NULL,
+    stalled_counter integer NOT NULL,
+    progress text,
+    returnvalue text,
+    failed_reason text,
+    stacktrace text,
+    logs text,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    PRIMARY KEY (queue, key)
+);
+CREATE INDEX finished_order ON {s}.finished (queue, state, seq);
+CREATE TABLE {s}.job_ids (
+    queue text NOT NULL,
+    custom_id text NOT NULL,
+    key bigint NOT NULL,
+    PRIMARY KEY (queue, custom_id)
+);
+CREATE TABLE {s}.events (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    queue text NOT NULL,
+    event text NOT NULL,
+    payload text NOT NULL,
+    at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX events_order ON {s}.events (xid, id);
+"#];
+
+/// The advisory lock that serialises migrations of one schema.
+fn lock_key(schema: &str) -> i64 {
+    i64::from(fnv1a(format!("ferroqueue:{schema}").as_bytes()))
+}
+
+/// Creates the schema or migrates it to [`VERSION`]; returns the version found before.
+///
+/// Errors: `ERR_STORAGE_VERSION` for a schema of a newer ferroqueue, `ERR_STORAGE_FOREIGN` for
+/// a schema holding tables that are not ferroqueue's, `ERR_STORAGE_IO` when the server fails.
+pub async fn migrate(client: &mut Client, t: &Target) -> Result<i32, EngineError> {
+    let s = t.schema();
+    let io = |e: tokio_postgres::Error| t.error("cannot migrate the schema", e);
+    let tx = client.transaction().await.map_err(io)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(s)])
+        .await
+        .map_err(io)?;
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+            &[&s],
+        )
+        .await
+        .map_err(io)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let found: i32 = if tables.iter().any(|n| n == "meta") {
+        tx.query_opt(&format!("SELECT version FROM {s}.meta"), &[])
+            .await
+            .map_err(io)?
+            .map_or(0, |r| r.get(0))
+    } else if tables.is_empty() {
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {s}; CREATE TABLE {s}.meta (version integer NOT NULL)"
+        ))
+        .await
+        .map_err(io)?;
+        0
+    } else {
+        return Err(EngineError::StorageForeign {
+            path: t.shown(),
+            reason: format!(
+                "schema {s} holds tables that ferroqueue did not create ({})",
+                tables.join(", ")
+            ),
+        });
+    };
+    if found > VERSION {
+        return Err(EngineError::StorageVersion {
+            path: t.shown(),
+            found: i64::from(found),
+            supported: i64::from(VERSION),
+        });
+    }
+    for sql in &MIGRATIONS[found.max(0) as usize..] {
+        tx.batch_execute(&sql.replace("{s}", s)).await.map_err(io)?;
+    }
+    if found < VERSION {
+        tx.execute(&format!("DELETE FROM {s}.meta"), &[])
+            .await
+            .map_err(io)?;
+        tx.execute(
+            &format!("INSERT INTO {s}.meta (version) VALUES ($1)"),
+            &[&VERSION],
+        )
+        .await
+        .map_err(io)?;
+    }
+    tx.commit().await.map_err(io)?;
+    Ok(found)
+}

@@ -1,0 +1,213 @@
+//! The hot path's statements: bulk add, batched claims in BullMQ's order, lease fencing on
+//! completion, no job claimed twice by concurrent claimers, paused queues, delayed promotion.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use ferroqueue_postgres::jobs::{Completion, NewRow, Statements};
+use ferroqueue_postgres::schema::migrate;
+use ferroqueue_postgres::{connect, Target};
+use tokio_postgres::Client;
+
+fn row(name: &str, priority: i32, lifo: bool, delay: i64) -> NewRow {
+    NewRow {
+        name: name.into(),
+        data: format!("{{\"n\":\"{name}\"}}"),
+        opts: None,
+        priority,
+        delay,
+        lifo,
+        timestamp: 1,
+    }
+}
+
+async fn ready(name: &str) -> Option<(Target, Client, Statements)> {
+    let (t, mut c) = support::fresh(name).await?;
+    migrate(&mut c, &t).await.expect("schema");
+    let st = Statements::prepare(&c, &t).await.expect("prepared");
+    Some((t, c, st))
+}
+
+#[tokio::test]
+async fn claims_follow_priority_then_admission_with_lifo_first() {
+    let Some((t, c, st)) = ready("order").await else {
+        return;
+    };
+    let rows = [
+        row("p3", 3, false, 0),
+        row("a", 0, false, 0),
+        row("p1", 1, false, 0),
+        row("b", 0, false, 0),
+        row("l", 0, true, 0),
+        row("p1b", 1, false, 0),
+    ];
+    let keys = st.add_bulk(&c, &t, "q", &rows).await.expect("added");
+    assert_eq!(keys, vec![1, 2, 3, 4, 5, 6], "automatic ids in order");
+    let more = st
+        .add_bulk(&c, &t, "q", &[row("c", 0, false, 0)])
+        .await
+        .expect("added");
+    assert_eq!(more, vec![7]);
+    let got = st.claim(&c, &t, "q", 10, 30_000).await.expect("claimed");
+    let names: Vec<&str> = got.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["l", "a", "b", "c", "p1", "p1b", "p3"]);
+    assert!(got
+        .iter()
+        .all(|j| j.attempts_started == 1 && j.processed_on > 0));
+    assert!(st
+        .claim(&c, &t, "q", 10, 30_000)
+        .await
+        .expect("none")
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_stale_token_completes_nothing() {
+    let Some((t, c, st)) = ready("fence").await else {
+        return;
+    };
+    st.add_bulk(&c, &t, "q", &[row("a", 0, false, 0), row("b", 0, false, 0)])
+        .await
+        .expect("added");
+    let got = st.claim(&c, &t, "q", 2, 30_000).await.expect("claimed");
+    let done = [
+        Completion {
+            key: got[0].key,
+            token: got[0].token,
+            returnvalue: "42".into(),
+        },
+        Completion {
+            key: got[1].key,
+            token: got[1].token + 1000,
+            returnvalue: "null".into(),
+        },
+    ];
+    let completed = st.complete(&c, &t, "q", &done).await.expect("acked");
+    assert_eq!(completed, vec![got[0].key]);
+    let s = t.schema();
+    let (state, rv): (i16, Option<String>) = {
+        let r = c
+            .query_one(
+                &format!("SELECT state, returnvalue FROM {s}.finished WHERE key = $1"),
+                &[&got[0].key],
+            )
+            .await
+            .expect("finished row");
+        (r.get(0), r.get(1))
+    };
+    assert_eq!((state, rv.as_deref()), (4, Some("42")));
+    let active: i64 = c
+        .query_one(
+            &format!("SELECT count(*) FROM {s}.jobs WHERE state = 3"),
+            &[],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(active, 1, "the stale ack left its job active");
+    let again = st.complete(&c, &t, "q", &done[..1]).await.expect("acked");
+    assert!(
+        again.is_empty(),
+        "a second ack of the same activation is stale"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claimers_never_share_a_job() {
+    let Some((t, c, st)) = ready("skiplocked").await else {
+        return;
+    };
+    let n = 2_000;
+    let rows: Vec<NewRow> = (0..n).map(|i| row(&format!("j{i}"), 0, false, 0)).collect();
+    for chunk in rows.chunks(500) {
+        st.add_bulk(&c, &t, "q", chunk).await.expect("added");
+    }
+    let t = Arc::new(t);
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let t = t.clone();
+        tasks.push(tokio::spawn(async move {
+            let c = connect(&t).await.expect("connect");
+            let st = Statements::prepare(&c, &t).await.expect("prepared");
+            let mut mine = Vec::new();
+            loop {
+                let got = st.claim(&c, &t, "q", 50, 30_000).await.expect("claimed");
+                if got.is_empty() {
+                    return mine;
+                }
+                let done: Vec<Completion> = got.iter().map(|j| j.completed("null")).collect();
+                let completed = st.complete(&c, &t, "q", &done).await.expect("acked");
+                assert_eq!(completed.len(), got.len(), "every fresh token completes");
+                mine.extend(completed);
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    for task in tasks {
+        for key in task.await.expect("claimer") {
+            assert!(seen.insert(key), "job {key} completed twice");
+        }
+    }
+    assert_eq!(seen.len(), n);
+}
+
+#[tokio::test]
+async fn paused_queues_give_nothing_and_due_delayed_jobs_become_ready() {
+    let Some((t, c, st)) = ready("paused").await else {
+        return;
+    };
+    let s = t.schema();
+    st.add_bulk(
+        &c,
+        &t,
+        "q",
+        &[row("now", 0, false, 0), row("later", 2, false, 60_000)],
+    )
+    .await
+    .expect("added");
+    c.execute(
+        &format!("UPDATE {s}.queues SET paused = true WHERE name = 'q'"),
+        &[],
+    )
+    .await
+    .expect("pause");
+    assert!(st
+        .claim(&c, &t, "q", 10, 30_000)
+        .await
+        .expect("paused")
+        .is_empty());
+    c.execute(
+        &format!("UPDATE {s}.queues SET paused = false WHERE name = 'q'"),
+        &[],
+    )
+    .await
+    .expect("resume");
+    assert!(st
+        .promote_due(&c, &t, 100)
+        .await
+        .expect("none due")
+        .is_empty());
+    // Due now by the database's clock (no sleeping): its run-at moves into the past.
+    c.execute(
+        &format!("UPDATE {s}.jobs SET run_at = now() - interval '1 second' WHERE key = 2"),
+        &[],
+    )
+    .await
+    .expect("make it due");
+    let promoted = st.promote_due(&c, &t, 100).await.expect("promoted");
+    assert_eq!(promoted, vec![("q".to_string(), 2)]);
+    let names: Vec<String> = st
+        .claim(&c, &t, "q", 10, 30_000)
+        .await
+        .expect("claimed")
+        .into_iter()
+        .map(|j| j.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["now", "later"],
+        "the promoted job keeps its priority"
+    );
+}
