@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 # A PostgreSQL server of its own for the PostgreSQL backend's tests (scripts/postgres.sh:
 # installed if missing, a free 127.0.0.1 port, a temporary folder), stopped by pid on exit.
 # Required: with it set, a test that finds no server fails instead of skipping.
-eval "$(bash scripts/postgres.sh start)"
-trap 'bash scripts/postgres.sh stop "$PG_TEST_DIR"' EXIT
+pg_env=$(bash scripts/postgres.sh start)
+eval "$pg_env"
+trap 'bash scripts/postgres.sh stop "${PG_TEST_DIR:-}"' EXIT
 export FERROQUEUE_REQUIRE_POSTGRES=1
 
 # A second addon with the `test-hooks` feature (debugPanic) for __test__/panic.spec.mjs; the

@@ -11,8 +11,8 @@
 //!   the event hub that fans transitions out to listeners, and the storage of a durable engine.
 //! - [`backend`]: the [`Backend`] trait, every operation the binding needs; the engine is its
 //!   first implementation (`application/embedded.rs`).
-//! - [`wire`]: the [`Wire`] a backend is opened with, which writes job records and events in
-//!   the caller's format (the binding's JSON); the engine only frames the arrays.
+//! - [`wire`]: the [`Wire`] a backend is opened with, which writes job records and events as
+//!   the caller's JSON (the binding's); the engine only frames the arrays.
 //!
 //! Job payloads, return values and progress stay opaque JSON text from end to end; the engine never
 //! parses them.

@@ -1,9 +1,10 @@
 //! The wire format of job records and events: how they reach the binding. The engine does not
-//! choose it: whoever opens an engine gives it a [`Wire`] (the napi binding's JSON writer,
-//! `src/wire/`), and the engine calls it under the shard lock to write each record straight into
-//! the text it answers with, one pass and no intermediate objects. The [`crate::Backend`] trait
-//! answers records as JSON arrays (`[record, …]`) and events as `[event, …]`; the framing is
-//! written here, the elements by the [`Wire`].
+//! write it: whoever opens an engine gives it a [`Wire`] (the napi binding's JSON writer,
+//! `src/wire.rs`), and the engine calls it under the shard lock to write each record straight
+//! into the text it answers with, one pass and no intermediate objects. The [`crate::Backend`]
+//! trait answers records as JSON arrays (`[record, …]`) and events as `[event, …]`; the framing
+//! is written here, the elements by the [`Wire`], and each element must be a JSON value (pages
+//! that mix memory and file split such arrays back into records).
 
 use crate::domain::event::Event;
 use crate::domain::job::Job;

@@ -158,17 +158,35 @@ impl Statements {
             RETURNING key"
         ))
         .await?;
+        // A promoted job goes to the back of its priority, as in the engine and BullMQ: it gets
+        // a fresh admission order from its queue's sequence (reserved per queue for the batch).
+        // `(SELECT clock_timestamp())` is computed once, so the delayed index applies; the rows
+        // are updated by their `ctid` (a TID scan), or the generic plan joins against a
+        // sequential scan of the table (39 ms against 13 ms for 1,000 of 100,000 jobs).
         let promote = prep(format!(
             "WITH due AS (
-                SELECT queue, key FROM {s}.jobs
-                WHERE state = 2 AND run_at <= clock_timestamp()
-                ORDER BY run_at
+                SELECT ctid AS row, queue, key, run_at FROM {s}.jobs
+                WHERE state = 2 AND run_at <= (SELECT clock_timestamp())
+                ORDER BY run_at, key
                 LIMIT $1
                 FOR UPDATE SKIP LOCKED
+            ), numbered AS (
+                SELECT row, queue, key,
+                       row_number() OVER (PARTITION BY queue ORDER BY run_at, key) AS i,
+                       count(*) OVER (PARTITION BY queue) AS n
+                FROM due
+            ), q AS (
+                UPDATE {s}.queues SET order_seq = order_seq + c.n
+                FROM (SELECT DISTINCT queue, n FROM numbered) c
+                WHERE name = c.queue
+                RETURNING name, order_seq - c.n AS ord0
             )
             UPDATE {s}.jobs j
-            SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END, run_at = NULL
-            FROM due WHERE j.queue = due.queue AND j.key = due.key
+            SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END, run_at = NULL,
+                ord = q.ord0 + numbered.i
+            FROM numbered JOIN q ON q.name = numbered.queue
+            WHERE j.ctid = ANY(ARRAY(SELECT row FROM numbered))
+              AND j.queue = numbered.queue AND j.key = numbered.key
             RETURNING j.queue, j.key"
         ))
         .await?;
@@ -267,7 +285,8 @@ impl Statements {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    /// Makes up to `limit` due delayed jobs (of any queue) ready; answers `(queue, key)` of each.
+    /// Makes up to `limit` due delayed jobs (of any queue, earliest first) ready, each at the back
+    /// of its priority; answers `(queue, key)` of each.
     pub async fn promote_due(
         &self,
         client: &Client,

@@ -8,8 +8,8 @@
 //! - `jobs`: the hot table of unfinished jobs (waiting, prioritized, delayed, active), kept small:
 //!   finished jobs leave it. Partial indexes per state: ready `(queue, priority, ord)`, delayed
 //!   `(run_at)`, leases `(lease_until)`. Fill factor 70 leaves room for in-page updates.
-//! - `finished`: completed and failed jobs in the order they finished (`seq`), for getters and
-//!   retention.
+//! - `finished`: completed and failed jobs, in about the order they finished (`seq`, taken at
+//!   insert: concurrent batches interleave), for getters and retention.
 //! - `job_ids`: custom ids (`jobId`), unique per queue across `jobs` and `finished`.
 //! - `events`: QueueEvents' feed, written in the transaction of the change, read in commit order
 //!   (by `xid`, below the reader's snapshot `xmin`).
@@ -115,7 +115,14 @@ fn lock_key(schema: &str) -> i64 {
 pub async fn migrate(client: &mut Client, t: &Target) -> Result<i32, EngineError> {
     let s = t.schema();
     let io = |e: tokio_postgres::Error| t.error("cannot migrate the schema", e);
-    let tx = client.transaction().await.map_err(io)?;
+    // Read committed whatever the server's default: after waiting for the lock, the statements
+    // below must see what the process that held it committed.
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+        .start()
+        .await
+        .map_err(io)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(s)])
         .await
         .map_err(io)?;

@@ -211,3 +211,41 @@ async fn paused_queues_give_nothing_and_due_delayed_jobs_become_ready() {
         "the promoted job keeps its priority"
     );
 }
+
+#[tokio::test]
+async fn a_promoted_job_goes_to_the_back_of_its_priority() {
+    let Some((t, c, st)) = ready("promoted").await else {
+        return;
+    };
+    let s = t.schema();
+    // A delayed lifo job added first: once due it still queues behind the jobs already waiting.
+    st.add_bulk(
+        &c,
+        &t,
+        "q",
+        &[row("delayed", 0, true, 60_000), row("a", 0, false, 0)],
+    )
+    .await
+    .expect("added");
+    c.execute(
+        &format!("UPDATE {s}.jobs SET run_at = now() - interval '1 second' WHERE key = 1"),
+        &[],
+    )
+    .await
+    .expect("make it due");
+    assert_eq!(
+        st.promote_due(&c, &t, 100).await.expect("promoted").len(),
+        1
+    );
+    st.add_bulk(&c, &t, "q", &[row("b", 0, false, 0)])
+        .await
+        .expect("added");
+    let names: Vec<String> = st
+        .claim(&c, &t, "q", 10, 30_000)
+        .await
+        .expect("claimed")
+        .into_iter()
+        .map(|j| j.name)
+        .collect();
+    assert_eq!(names, ["a", "delayed", "b"]);
+}
