@@ -2,7 +2,7 @@
 //! keeps its tables in (default `ferroqueue`). Errors name what was wrong and never the password.
 
 use ferroqueue_engine::EngineError;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, Statement};
 
 /// The schema ferroqueue uses unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "ferroqueue";
@@ -105,4 +105,14 @@ pub async fn connect(target: &Target) -> Result<Client, EngineError> {
         let _ = connection.await;
     });
     Ok(client)
+}
+
+/// Prepares `sql` on `client`.
+///
+/// Errors: `ERR_STORAGE_IO` naming the server.
+pub async fn prepare(client: &Client, t: &Target, sql: &str) -> Result<Statement, EngineError> {
+    client
+        .prepare(sql)
+        .await
+        .map_err(|e| t.error("cannot prepare a statement", e))
 }

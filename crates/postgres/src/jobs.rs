@@ -11,7 +11,7 @@
 use ferroqueue_engine::EngineError;
 use tokio_postgres::{Client, Statement};
 
-use crate::connect::Target;
+use crate::connect::{prepare, Target};
 
 /// A job to add.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,18 +76,18 @@ pub struct Statements {
     promote: Statement,
 }
 
-const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/// The columns of a `finished` row as jobs move there (`seq` is the table's own).
+pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, opts, state, \
+    priority, delay, timestamp, processed_on, finished_on, attempts_made, attempts_started, \
+    stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs";
+
+pub(crate) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 impl Statements {
     /// Prepares every statement for the schema of `t` (already migrated).
     pub async fn prepare(client: &Client, t: &Target) -> Result<Statements, EngineError> {
         let s = t.schema();
-        let prep = |sql: String| async move {
-            client
-                .prepare(&sql)
-                .await
-                .map_err(|e| t.error("cannot prepare a statement", e))
-        };
+        let prep = |sql: String| async move { prepare(client, t, &sql).await };
         // Ids and admission orders are reserved for the whole batch with one update of the
         // queue's row (which also creates it); that row lock orders producers of one queue.
         let add = prep(format!(
@@ -148,9 +148,7 @@ impl Statements {
                 WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
                 RETURNING j.*, a.rv
             )
-            INSERT INTO {s}.finished (queue, key, custom_id, name, data, opts, state, priority,
-                delay, timestamp, processed_on, finished_on, attempts_made, attempts_started,
-                stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs)
+            INSERT INTO {s}.finished ({FINISHED_COLUMNS})
             SELECT queue, key, custom_id, name, data, opts, 4, priority, delay, timestamp,
                    processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                    stalled_counter, progress, NULLIF(rv, 'null'), failed_reason, stacktrace, logs

@@ -2,12 +2,14 @@
 //! number of machines. This crate holds the schema and its migrations ([`schema`]), connecting
 //! with clear errors ([`connect`]) and the batched statements the backend is built from
 //! ([`jobs`]): bulk insert in one statement, claim of many jobs per round trip
-//! (`FOR UPDATE SKIP LOCKED`), completion of many over arrays with lease fencing. The design and
+//! (`FOR UPDATE SKIP LOCKED`), completion of many over arrays with lease fencing, and lease
+//! renewal and the stall sweep ([`leases`]). The design and
 //! what was measured are in `docs/postgres.md`; the `Backend` implementation over these comes
 //! next (issue 9).
 
 pub mod connect;
 pub mod jobs;
+pub mod leases;
 pub mod schema;
 
 pub use connect::{connect, Target};

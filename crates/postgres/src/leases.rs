@@ -1,0 +1,152 @@
+//! Leases of active jobs: renewal and the stall sweep. Each claim gives a job a token and a
+//! lease (`lease_until`, by the database clock). A process renews every lease it holds, in every
+//! queue, with one statement; any process sweeps expired leases (`SKIP LOCKED`, so sweepers
+//! share the work). A swept job is stalled: it goes back to the head of waiting with
+//! `stalled_counter + 1` and no attempt spent, or, past `maxStalledCount`, fails with BullMQ's
+//! reason. Either way its token is cleared, so an ack from the process that lost it changes
+//! nothing.
+
+use ferroqueue_engine::EngineError;
+use tokio_postgres::{Client, Statement};
+
+use crate::connect::{prepare, Target};
+use crate::jobs::{FINISHED_COLUMNS, NOW_MS};
+
+/// BullMQ's failure reason for a job stalled too often.
+pub const STALLED_TOO_OFTEN: &str = "job stalled more than allowable limit";
+
+/// A lease a process holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub queue: String,
+    pub key: i64,
+    pub token: i64,
+}
+
+/// What the sweep did with one expired lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stalled {
+    pub queue: String,
+    pub key: i64,
+    /// `false`: back to waiting; `true`: failed, stalled more than allowed.
+    pub failed: bool,
+}
+
+/// The lease statements, prepared on one connection.
+pub struct LeaseStatements {
+    renew: Statement,
+    sweep: Statement,
+}
+
+impl LeaseStatements {
+    /// Prepares the statements for the schema of `t` (already migrated).
+    pub async fn prepare(client: &Client, t: &Target) -> Result<LeaseStatements, EngineError> {
+        let s = t.schema();
+        let prep = |sql: String| async move { prepare(client, t, &sql).await };
+        // One primary-key lookup per lease (see the completion in jobs.rs for the plan).
+        let renew = prep(format!(
+            "UPDATE {s}.jobs j
+            SET lease_until = clock_timestamp() + $4::int8 * interval '1 millisecond'
+            FROM unnest($1::text[], $2::int8[], $3::int8[]) AS l(queue, key, token)
+            WHERE j.queue = l.queue AND j.key = l.key AND j.state::int4 = 3
+              AND j.token = l.token
+            RETURNING j.queue, j.key"
+        ))
+        .await?;
+        // Expired leases, oldest first: those stalled too often move to `finished` as failed,
+        // the others go back to the head of waiting (a fresh negative order from their queue,
+        // as recovery does in the embedded engine and BullMQ's stalled check does).
+        let sweep = prep(format!(
+            "WITH expired AS (
+                SELECT ctid AS row, queue, key, stalled_counter + 1 > $2 AS too_often,
+                       lease_until
+                FROM {s}.jobs
+                WHERE state = 3 AND lease_until < (SELECT clock_timestamp())
+                ORDER BY lease_until
+                LIMIT $1
+                FOR UPDATE SKIP LOCKED
+            ), failed AS (
+                DELETE FROM {s}.jobs j
+                WHERE j.ctid = ANY(ARRAY(SELECT row FROM expired WHERE too_often))
+                RETURNING j.*
+            ), moved AS (
+                INSERT INTO {s}.finished ({FINISHED_COLUMNS})
+                SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
+                       processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
+                       stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs
+                FROM failed
+                RETURNING queue, key
+            ), back AS (
+                SELECT row, queue, key,
+                       row_number() OVER (PARTITION BY queue ORDER BY lease_until DESC, key DESC)
+                           AS i,
+                       count(*) OVER (PARTITION BY queue) AS n
+                FROM expired WHERE NOT too_often
+            ), q AS (
+                UPDATE {s}.queues SET order_seq = order_seq + c.n
+                FROM (SELECT DISTINCT queue, n FROM back) c
+                WHERE name = c.queue
+                RETURNING name, order_seq - c.n AS ord0
+            ), waiting AS (
+                UPDATE {s}.jobs j
+                SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END,
+                    stalled_counter = j.stalled_counter + 1, token = NULL, lease_until = NULL,
+                    ord = -(q.ord0 + back.i)
+                FROM back JOIN q ON q.name = back.queue
+                WHERE j.ctid = ANY(ARRAY(SELECT row FROM back))
+                  AND j.queue = back.queue AND j.key = back.key
+                RETURNING j.queue, j.key
+            )
+            SELECT queue, key, false FROM waiting
+            UNION ALL
+            SELECT queue, key, true FROM moved"
+        ))
+        .await?;
+        Ok(LeaseStatements { renew, sweep })
+    }
+
+    /// Extends every lease in `leases` (of any queues) to `lease_ms` from now; answers the
+    /// `(queue, key)` of those still held (the others were swept or acked).
+    pub async fn renew(
+        &self,
+        client: &Client,
+        t: &Target,
+        leases: &[Lease],
+        lease_ms: i64,
+    ) -> Result<Vec<(String, i64)>, EngineError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        let keys: Vec<i64> = leases.iter().map(|l| l.key).collect();
+        let tokens: Vec<i64> = leases.iter().map(|l| l.token).collect();
+        let rows = client
+            .query(&self.renew, &[&queues, &keys, &tokens, &lease_ms])
+            .await
+            .map_err(|e| t.error("cannot renew leases", e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// Handles up to `limit` expired leases (oldest first): back to waiting, or failed once a
+    /// job has stalled more than `max_stalled` times.
+    pub async fn sweep(
+        &self,
+        client: &Client,
+        t: &Target,
+        limit: i64,
+        max_stalled: i32,
+    ) -> Result<Vec<Stalled>, EngineError> {
+        let rows = client
+            .query(&self.sweep, &[&limit, &max_stalled])
+            .await
+            .map_err(|e| t.error("cannot sweep expired leases", e))?;
+        Ok(rows
+            .iter()
+            .map(|r| Stalled {
+                queue: r.get(0),
+                key: r.get(1),
+                failed: r.get(2),
+            })
+            .collect())
+    }
+}
