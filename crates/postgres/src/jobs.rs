@@ -68,11 +68,35 @@ pub struct Completion {
     pub returnvalue: String,
 }
 
+/// A failed attempt to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub key: i64,
+    pub token: i64,
+    pub reason: String,
+    /// The error's stack trace, appended to the job's (the newest 10 are kept, as BullMQ's
+    /// default `stackTraceLimit`).
+    pub stack: Option<String>,
+    /// What the caller decided from the job's attempts and backoff: `None` fails the job for
+    /// good; `Some(0)` puts it back at the end of waiting; `Some(ms)` delays it that long.
+    pub retry_in: Option<i64>,
+}
+
+/// What a failure did to one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failed {
+    /// Will run again (waiting, or delayed).
+    Retrying(i64),
+    /// Failed for good (moved to `finished`).
+    Final(i64),
+}
+
 /// The hot path's statements, prepared on one connection.
 pub struct Statements {
     add: Statement,
     claim: Statement,
     complete: Statement,
+    fail: Statement,
     promote: Statement,
 }
 
@@ -156,6 +180,53 @@ impl Statements {
             RETURNING key"
         ))
         .await?;
+        // Failures over arrays, like completions (one primary-key lookup per element): retries
+        // stay in `jobs` (back of waiting with a fresh order, or delayed), final failures move
+        // to `finished`; both append the stack trace, keeping the newest 10.
+        let stack = "CASE WHEN a.stack IS NULL THEN j.stacktrace ELSE (
+                SELECT jsonb_agg(x ORDER BY n)::text FROM (
+                    SELECT x, n FROM jsonb_array_elements(
+                        COALESCE(j.stacktrace, '[]')::jsonb || jsonb_build_array(a.stack)
+                    ) WITH ORDINALITY AS e(x, n)
+                    ORDER BY n DESC LIMIT 10) newest) END";
+        let fail = prep(format!(
+            "WITH a AS (
+                SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[])
+                    WITH ORDINALITY AS a(key, token, reason, stack, retry_in, i)
+            ), q AS (
+                UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
+                WHERE name = $1
+                RETURNING order_seq - cardinality($2::int8[]) AS ord0
+            ), retried AS (
+                UPDATE {s}.jobs j
+                SET state = CASE WHEN a.retry_in > 0 THEN 2 WHEN j.priority > 0 THEN 1 ELSE 0 END,
+                    run_at = CASE WHEN a.retry_in > 0
+                                  THEN clock_timestamp() + a.retry_in * interval '1 millisecond'
+                             END,
+                    delay = CASE WHEN a.retry_in > 0 THEN a.retry_in ELSE j.delay END,
+                    ord = q.ord0 + a.i, token = NULL, lease_until = NULL,
+                    attempts_made = j.attempts_made + 1, failed_reason = a.reason,
+                    stacktrace = {stack}
+                FROM a, q
+                WHERE a.retry_in IS NOT NULL AND j.queue = $1 AND j.key = a.key
+                  AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.key
+            ), gone AS (
+                DELETE FROM {s}.jobs j USING a
+                WHERE a.retry_in IS NULL AND j.queue = $1 AND j.key = a.key
+                  AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.*, a.reason, {stack} AS stack
+            ), moved AS (
+                INSERT INTO {s}.finished ({FINISHED_COLUMNS})
+                SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
+                       processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
+                       stalled_counter, progress, returnvalue, reason, stack, logs
+                FROM gone
+                RETURNING key
+            )
+            SELECT key, true FROM retried UNION ALL SELECT key, false FROM moved"
+        ))
+        .await?;
         // A promoted job goes to the back of its priority, as in the engine and BullMQ: it gets
         // a fresh admission order from its queue's sequence (reserved per queue for the batch).
         // `(SELECT clock_timestamp())` is computed once, so the delayed index applies; the rows
@@ -192,6 +263,7 @@ impl Statements {
             add,
             claim,
             complete,
+            fail,
             promote,
         })
     }
@@ -281,6 +353,39 @@ impl Statements {
             .await
             .map_err(|e| t.error("cannot complete jobs", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Records failed attempts of `queue`; answers what happened to each job whose token still
+    /// held (the others were stale).
+    pub async fn fail(
+        &self,
+        client: &Client,
+        t: &Target,
+        queue: &str,
+        failures: &[Failure],
+    ) -> Result<Vec<Failed>, EngineError> {
+        if failures.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<i64> = failures.iter().map(|f| f.key).collect();
+        let tokens: Vec<i64> = failures.iter().map(|f| f.token).collect();
+        let reasons: Vec<&str> = failures.iter().map(|f| f.reason.as_str()).collect();
+        let stacks: Vec<Option<&str>> = failures.iter().map(|f| f.stack.as_deref()).collect();
+        let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
+        let rows = client
+            .query(
+                &self.fail,
+                &[&queue, &keys, &tokens, &reasons, &stacks, &retry],
+            )
+            .await
+            .map_err(|e| t.error("cannot record failures", e))?;
+        Ok(rows
+            .iter()
+            .map(|r| match r.get::<_, bool>(1) {
+                true => Failed::Retrying(r.get(0)),
+                false => Failed::Final(r.get(0)),
+            })
+            .collect())
     }
 
     /// Makes up to `limit` due delayed jobs (of any queue, earliest first) ready, each at the back

@@ -1,11 +1,10 @@
 //! ferroqueue on PostgreSQL: the database is the truth, shared by any number of processes on any
 //! number of machines. This crate holds the schema and its migrations ([`schema`]), connecting
-//! with clear errors ([`connect`]) and the batched statements the backend is built from
-//! ([`jobs`]): bulk insert in one statement, claim of many jobs per round trip
-//! (`FOR UPDATE SKIP LOCKED`), completion of many over arrays with lease fencing, and lease
-//! renewal and the stall sweep ([`leases`]). The design and
-//! what was measured are in `docs/postgres.md`; the `Backend` implementation over these comes
-//! next (issue 9).
+//! with clear errors ([`connect`]), and the batched statements the backend is built from:
+//! [`jobs`] (bulk insert in one statement, claims of many jobs per round trip with `FOR UPDATE
+//! SKIP LOCKED`, completions and failures of many over arrays with lease fencing, promotion of
+//! due jobs) and [`leases`] (renewal and the stall sweep). The design and what was measured are
+//! in `docs/postgres.md`; the `Backend` implementation over these comes next (issue 9).
 
 pub mod connect;
 pub mod jobs;

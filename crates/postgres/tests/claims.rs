@@ -6,7 +6,7 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ferroqueue_postgres::jobs::{Completion, NewRow, Statements};
+use ferroqueue_postgres::jobs::{Completion, Failed, Failure, NewRow, Statements};
 use ferroqueue_postgres::schema::migrate;
 use ferroqueue_postgres::{connect, Target};
 use tokio_postgres::Client;
@@ -248,4 +248,100 @@ async fn a_promoted_job_goes_to_the_back_of_its_priority() {
         .map(|j| j.name)
         .collect();
     assert_eq!(names, ["a", "delayed", "b"]);
+}
+
+#[tokio::test]
+async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
+    let Some((t, c, st)) = ready("failures").await else {
+        return;
+    };
+    let s = t.schema();
+    let rows = [
+        row("now", 0, false, 0),
+        row("later", 0, false, 0),
+        row("never", 0, false, 0),
+    ];
+    st.add_bulk(&c, &t, "q", &rows).await.expect("added");
+    let got = st.claim(&c, &t, "q", 3, 30_000).await.expect("claimed");
+    st.add_bulk(&c, &t, "q", &[row("waiting", 0, false, 0)])
+        .await
+        .expect("added");
+    let fail = |i: usize, retry_in: Option<i64>| Failure {
+        key: got[i].key,
+        token: got[i].token,
+        reason: format!("boom {i}"),
+        stack: Some(format!("at line {i}")),
+        retry_in,
+    };
+    let mut stale = fail(0, Some(0));
+    stale.token += 1000;
+    let out = st
+        .fail(
+            &c,
+            &t,
+            "q",
+            &[
+                fail(0, Some(0)),
+                fail(1, Some(60_000)),
+                fail(2, None),
+                stale,
+            ],
+        )
+        .await
+        .expect("failed");
+    assert_eq!(out.len(), 3, "the stale failure changed nothing: {out:?}");
+    assert!(out.contains(&Failed::Retrying(got[0].key)));
+    assert!(out.contains(&Failed::Retrying(got[1].key)));
+    assert!(out.contains(&Failed::Final(got[2].key)));
+    let r = c
+        .query_one(
+            &format!("SELECT state, failed_reason, stacktrace, attempts_made FROM {s}.finished"),
+            &[],
+        )
+        .await
+        .expect("the final failure is finished");
+    let (state, reason, stack, made): (i16, String, String, i32) =
+        (r.get(0), r.get(1), r.get(2), r.get(3));
+    assert_eq!(
+        (state, reason.as_str(), stack.as_str(), made),
+        (5, "boom 2", r#"["at line 2"]"#, 1)
+    );
+    let delayed: i16 = c
+        .query_one(
+            &format!("SELECT state FROM {s}.jobs WHERE key = $1"),
+            &[&got[1].key],
+        )
+        .await
+        .expect("the delayed retry")
+        .get(0);
+    assert_eq!(delayed, 2);
+    // Retried at once: behind the job that was already waiting.
+    let again = st.claim(&c, &t, "q", 10, 30_000).await.expect("claimed");
+    let names: Vec<&str> = again.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["waiting", "now"]);
+    // Eleven more failures of one job keep its newest ten stack traces.
+    let mut job = again[1].clone();
+    for n in 0..11 {
+        let f = Failure {
+            key: job.key,
+            token: job.token,
+            reason: "again".into(),
+            stack: Some(format!("trace {n}")),
+            retry_in: Some(0),
+        };
+        st.fail(&c, &t, "q", &[f]).await.expect("failed");
+        if n < 10 {
+            job = st.claim(&c, &t, "q", 1, 30_000).await.expect("claimed")[0].clone();
+        }
+    }
+    let stack: String = c
+        .query_one(
+            &format!("SELECT stacktrace FROM {s}.jobs WHERE key = $1"),
+            &[&got[0].key],
+        )
+        .await
+        .expect("its row")
+        .get(0);
+    let traces: Vec<String> = (1..11).map(|n| format!("\"trace {n}\"")).collect();
+    assert_eq!(stack, format!("[{}]", traces.join(", ")));
 }
