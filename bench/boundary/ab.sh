@@ -20,20 +20,5 @@ for storage in memory commit buffered; do
     done
   done
 done >"$out"
-node -e '
-const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse)
-const groups = new Map()
-for (const r of rows) {
-  const k = [r.runtime, r.storage, r.workload].join("\u0000")
-  if (!groups.has(k)) groups.set(k, { before: [], after: [] })
-  groups.get(k)[r.side].push(r.jobsPerSec)
-}
-const median = (v) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]
-console.log("| runtime | storage | workload | before | after | change |\n| --- | --- | --- | ---: | ---: | ---: |")
-for (const [k, g] of groups) {
-  const [rt, st, wl] = k.split("\u0000")
-  const b = median(g.before), a = median(g.after)
-  console.log(`| ${rt} | ${st} | ${wl} | ${b.toLocaleString("en-US")} | ${a.toLocaleString("en-US")} | ${(((a - b) / b) * 100).toFixed(1)}% |`)
-}
-' "$out"
+node bench/boundary/table.mjs "$out"
 rm -f "$out"

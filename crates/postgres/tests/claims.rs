@@ -30,6 +30,12 @@ async fn ready(name: &str) -> Option<(Target, Client, Statements)> {
     Some((t, c, st))
 }
 
+/// The names of every job a claim of up to 10 takes from queue `q`, in claim order.
+async fn claimed_names(st: &Statements, c: &Client, t: &Target) -> Vec<String> {
+    let got = st.claim(c, t, "q", 10, 30_000).await.expect("claimed");
+    got.into_iter().map(|j| j.name).collect()
+}
+
 #[tokio::test]
 async fn claims_follow_priority_then_admission_with_lifo_first() {
     let Some((t, c, st)) = ready("order").await else {
@@ -198,13 +204,7 @@ async fn paused_queues_give_nothing_and_due_delayed_jobs_become_ready() {
     .expect("make it due");
     let promoted = st.promote_due(&c, &t, 100).await.expect("promoted");
     assert_eq!(promoted, vec![("q".to_string(), 2)]);
-    let names: Vec<String> = st
-        .claim(&c, &t, "q", 10, 30_000)
-        .await
-        .expect("claimed")
-        .into_iter()
-        .map(|j| j.name)
-        .collect();
+    let names = claimed_names(&st, &c, &t).await;
     assert_eq!(
         names,
         ["now", "later"],
@@ -240,13 +240,7 @@ async fn a_promoted_job_goes_to_the_back_of_its_priority() {
     st.add_bulk(&c, &t, "q", &[row("b", 0, false, 0)])
         .await
         .expect("added");
-    let names: Vec<String> = st
-        .claim(&c, &t, "q", 10, 30_000)
-        .await
-        .expect("claimed")
-        .into_iter()
-        .map(|j| j.name)
-        .collect();
+    let names = claimed_names(&st, &c, &t).await;
     assert_eq!(names, ["a", "delayed", "b"]);
 }
 
