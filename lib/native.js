@@ -7,6 +7,7 @@ const path = require('node:path')
 const binding = require('../binding.js')
 const { fromBinding, QueueError, typeError, rangeError, textOf, isOurs } = require('./errors')
 const { describe } = require('./validate')
+const { postgresConnection } = require('./options')
 
 // Engine errors of kind Queue are built as this thread's QueueError.
 binding.setErrorClass(QueueError)
@@ -20,9 +21,14 @@ function keepAlive() {}
 
 /** One engine of this process as JS sees it. */
 class Engine {
-  constructor(id, durable) {
+  /**
+   * `durable`: changes are committed after their answer (a SQLite file), so callers wait for
+   * commit tickets. `closable`: closed when its last user lets go (a SQLite file, PostgreSQL).
+   */
+  constructor(id, durable, closable = durable) {
     this.id = id
     this.durable = durable
+    this.closable = closable
     this.refs = 0
     this.listeners = new Map() // queueName -> Set<listener>
     this.waits = [] // { seq, resolve, reject }, in seq order
@@ -142,13 +148,24 @@ class Engine {
 
 /**
  * Finds (or opens) the engine for an object's options and counts one more user of it.
- * Options: `dataPath` (else env FERROQUEUE_DATA_PATH; in memory without either) and
- * `durability` ('commit' by default, 'fsync', 'buffered'). Env FERROQUEUE_FINISHED_IN_MEMORY
- * bounds the finished jobs per state a new durable engine keeps in memory.
+ * Options: `connection` (a PostgreSQL URL or `{ connectionString, schema?, max? }`, already
+ * checked by options.js), else `dataPath`; else env FERROQUEUE_POSTGRES_URL or
+ * FERROQUEUE_DATA_PATH (not both); in memory without any. `durability` ('commit' by default,
+ * 'fsync', 'buffered'). Env FERROQUEUE_FINISHED_IN_MEMORY bounds the finished jobs per state a
+ * new durable engine keeps in memory.
  */
 function acquireEngine(opts) {
   let dataPath = opts.dataPath
-  if (dataPath === undefined && process.env.FERROQUEUE_DATA_PATH) dataPath = process.env.FERROQUEUE_DATA_PATH
+  let connection = opts.connection
+  if (dataPath === undefined && connection === undefined) {
+    const url = process.env.FERROQUEUE_POSTGRES_URL
+    const file = process.env.FERROQUEUE_DATA_PATH
+    if (url && file) {
+      throw rangeError('FERROQUEUE_POSTGRES_URL', 'and FERROQUEUE_DATA_PATH are both set: a queue lives in one place, unset one of them')
+    }
+    if (url) connection = postgresConnection(url)
+    else if (file) dataPath = file
+  }
   if (dataPath !== undefined && dataPath !== null && typeof dataPath !== 'string') {
     throw typeError('dataPath', `must be a string, got ${describe(dataPath)}`)
   }
@@ -157,6 +174,7 @@ function acquireEngine(opts) {
   if (!DURABILITY.includes(durability)) {
     throw rangeError('durability', `must be one of ${DURABILITY.map((d) => `'${d}'`).join(', ')}, got ${describe(durability)}`)
   }
+  if (connection !== undefined) return acquirePostgres(connection, durability)
   let finished = null
   const bound = process.env.FERROQUEUE_FINISHED_IN_MEMORY
   if (dataPath && bound !== undefined && bound !== '') {
@@ -171,9 +189,32 @@ function acquireEngine(opts) {
   } catch (e) {
     throw fromBinding(e)
   }
+  return use(id, () => new Engine(id, !!dataPath), durability)
+}
+
+/**
+ * The PostgreSQL backend of a connection. Every answer of it comes after its commit, so there
+ * is no commit to wait for; 'buffered' (answers before the commit) is refused rather than
+ * ignored. The server's own settings decide fsync.
+ */
+function acquirePostgres(connection, durability) {
+  if (durability === 'buffered') {
+    throw rangeError('durability', "'buffered' is not available on PostgreSQL: every answer comes after its commit; leave durability out")
+  }
+  let id
+  try {
+    id = binding.openPostgres(connection.connectionString, connection.schema ?? null, connection.max ?? null)
+  } catch (e) {
+    throw fromBinding(e)
+  }
+  return use(id, () => new Engine(id, false, true), 'commit')
+}
+
+/** Counts one more user of engine `id`, creating its JS side with `make` on first use. */
+function use(id, make, durability) {
   let engine = engines.get(id)
   if (!engine) {
-    engine = new Engine(id, !!dataPath)
+    engine = make()
     engines.set(id, engine)
   }
   engine.refs++
@@ -183,7 +224,7 @@ function acquireEngine(opts) {
 /** Counts one user less; a durable engine nobody uses is closed (flushed, file released). */
 async function releaseEngine(engine) {
   engine.refs--
-  if (engine.refs > 0 || !engine.durable) return
+  if (engine.refs > 0 || !engine.closable) return
   // Detach now, so a new object on the same file gets a fresh engine (after this close is
   // done) rather than this closing one.
   engines.delete(engine.id)

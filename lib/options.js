@@ -4,7 +4,7 @@
 // not an option with ERR_INVALID_OPTION (a typo must not pass unnoticed). Job options are checked
 // by the engine (crates/engine/src/domain/options.rs), which every backend shares.
 
-const { typeError } = require('./errors')
+const { typeError, rangeError } = require('./errors')
 const v = require('./validate')
 const { describe } = v
 
@@ -76,6 +76,36 @@ function looksLikeRedis(c) {
   )
 }
 
+/** Whether `url` is a PostgreSQL URL. */
+function isPostgresUrl(url) {
+  return typeof url === 'string' && /^postgres(ql)?:\/\//i.test(url)
+}
+
+const PG_KEYS = { known: ['connectionString', 'schema', 'max'], unsupported: ['ssl', 'host', 'user', 'password', 'database'] }
+
+/**
+ * A PostgreSQL connection as `{ connectionString, schema?, max? }` from what the user gave: a
+ * URL, or that object. Anything else is refused, naming `connection`.
+ */
+function postgresConnection(c) {
+  if (typeof c === 'string') {
+    if (!isPostgresUrl(c)) throw unsupported('connection', `must be a PostgreSQL URL (postgresql://user@host:5432/db) or { connectionString, schema?, max? }, got ${describe(c)}`)
+    return { connectionString: c }
+  }
+  if (c === null || typeof c !== 'object' || Array.isArray(c) || typeof c.connectionString !== 'string') {
+    throw unsupported('connection', `is not supported (got ${describe(c)}): give a PostgreSQL URL (postgresql://user@host:5432/db) or { connectionString, schema?, max? }, or leave it out`)
+  }
+  checkNames(c, PG_KEYS, 'connection.')
+  if (!isPostgresUrl(c.connectionString)) {
+    throw typeError('connection.connectionString', `must be a PostgreSQL URL (postgresql://user@host:5432/db), got ${describe(c.connectionString)}`)
+  }
+  if (c.schema !== undefined && typeof c.schema !== 'string') throw typeError('connection.schema', `must be a string, got ${describe(c.schema)}`)
+  if (c.max !== undefined && (!Number.isInteger(c.max) || c.max < 1 || c.max > 64)) {
+    throw rangeError('connection.max', `must be an integer in 1..=64, got ${describe(c.max)}`)
+  }
+  return { connectionString: c.connectionString, schema: c.schema, max: c.max }
+}
+
 /**
  * Checks the option names a class takes (`cls`: 'Queue', 'Worker' or 'QueueEvents') and the
  * options that are the same for all of them (`prefix`, `connection`), on the caller's own copy.
@@ -86,10 +116,11 @@ function checkClassOptions(cls, o) {
     if (looksLikeRedis(o.connection)) {
       throw unsupported(
         'connection',
-        'looks like a Redis connection: ferroqueue needs no Redis. Leave connection out for an in-memory queue, or give dataPath for one in a SQLite file',
+        'looks like a Redis connection: ferroqueue needs no Redis. Leave connection out for an in-memory queue, give dataPath for one in a SQLite file, or a PostgreSQL URL (postgresql://user@host:5432/db) to share queues between processes',
       )
     }
-    throw unsupported('connection', `is not supported yet (got ${describe(o.connection)}); leave it out, or give dataPath for a durable queue`)
+    o.connection = postgresConnection(o.connection)
+    if (o.dataPath !== undefined) throw typeError('connection', 'cannot be given with dataPath: a queue lives either in a SQLite file or in PostgreSQL')
   }
   if (o.prefix !== undefined) v.name('prefix', o.prefix)
   if (cls === 'Worker' && o.settings !== undefined) {
@@ -110,4 +141,4 @@ function checkClassOptions(cls, o) {
   }
 }
 
-module.exports = { checkClassOptions }
+module.exports = { checkClassOptions, postgresConnection }

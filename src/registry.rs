@@ -62,6 +62,9 @@ fn same(a: &Shared, b: &Shared) -> bool {
 struct Registry {
     engines: Vec<Option<Shared>>,
     by_path: HashMap<PathBuf, u32>,
+    /// PostgreSQL backends by (URL, schema): every object of a process on the same database
+    /// shares one.
+    by_url: HashMap<(String, String), u32>,
     /// Engines whose close is under way, by path, with the signal of its end.
     closing: HashMap<PathBuf, (Shared, Arc<Done>)>,
     queues: Vec<Option<(u32, Shared, QueueRef)>>,
@@ -73,6 +76,7 @@ fn registry() -> &'static RwLock<Registry> {
         RwLock::new(Registry {
             engines: Vec::new(),
             by_path: HashMap::new(),
+            by_url: HashMap::new(),
             closing: HashMap::new(),
             queues: Vec::new(),
         })
@@ -177,6 +181,39 @@ fn open_locked(
     Ok(id)
 }
 
+/// Opens (or finds) the PostgreSQL backend of `url` in `schema` (default `ferroqueue`) with at
+/// most `max` connections (default 4). Connecting happens on the first call that needs the
+/// database, whose answer carries a connection error.
+#[napi(catch_unwind)]
+pub fn open_postgres(
+    env: &Env,
+    url: String,
+    schema: Option<String>,
+    max: Option<u32>,
+) -> napi::Result<u32> {
+    run(env, || {
+        let target = ferroqueue_postgres::Target::new(&url, schema.as_deref())?;
+        let key = (url.clone(), target.schema().to_string());
+        let mut r = registry().write();
+        if r.engines.is_empty() {
+            let engine: Shared = Arc::new(Engine::new(config())?);
+            r.engines.push(Some(engine));
+        }
+        if let Some(&id) = r.by_url.get(&key) {
+            return Ok(id);
+        }
+        let mut pg = ferroqueue_postgres::PgConfig::new(target, Arc::new(crate::wire::JsonWire));
+        if let Some(n) = max {
+            pg.max_connections = (n as usize).clamp(1, 64);
+        }
+        let backend: Shared = Arc::new(ferroqueue_postgres::PgBackend::open(pg)?);
+        let id = r.engines.len() as u32;
+        r.engines.push(Some(backend));
+        r.by_url.insert(key, id);
+        Ok(id)
+    })
+}
+
 /// Detaches a durable engine from its path, synchronously, before its asynchronous close: a new
 /// open of the path then waits for that close instead of getting the closing engine.
 #[napi(catch_unwind)]
@@ -191,6 +228,7 @@ pub fn detach_engine(id: u32) -> napi::Result<()> {
 impl Registry {
     /// Moves engine `id`'s paths from the open map to the closing one.
     fn detach(&mut self, id: u32, e: &Shared) {
+        self.by_url.retain(|_, v| *v != id);
         let paths: Vec<PathBuf> = self
             .by_path
             .iter()
@@ -218,7 +256,8 @@ async fn close(id: u32) -> Result<()> {
         let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
             return Ok(());
         };
-        if !e.is_durable() {
+        let database = r.by_url.values().any(|v| *v == id);
+        if !e.is_durable() && !database {
             return Ok(());
         }
         r.detach(id, &e);

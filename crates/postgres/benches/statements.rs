@@ -35,6 +35,7 @@ async fn main() {
         delay: 0,
         lifo: false,
         timestamp: i as i64,
+        custom_id: None,
     };
     println!("| work | jobs/s |\n| --- | ---: |");
     for &(batch, n) in &[(100usize, 50_000usize), (1_000, 100_000)] {

@@ -107,6 +107,23 @@ pub async fn connect(target: &Target) -> Result<Client, EngineError> {
     Ok(client)
 }
 
+/// Opens one connection that the caller drives itself (to receive `NOTIFY` messages).
+///
+/// Errors: as [`connect`].
+pub async fn connect_driven(
+    target: &Target,
+) -> Result<
+    (
+        Client,
+        tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+    ),
+    EngineError,
+> {
+    tokio_postgres::connect(&target.url, NoTls)
+        .await
+        .map_err(|e| target.error("cannot connect", e))
+}
+
 /// Prepares `sql` on `client`.
 ///
 /// Errors: `ERR_STORAGE_IO` naming the server.

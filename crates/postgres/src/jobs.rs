@@ -1,17 +1,20 @@
 //! The batched statements of the hot path, prepared once per connection ([`Statements`]):
 //! adding many jobs in one statement over arrays, claiming up to `n` ready jobs in one round trip
 //! (`… ORDER BY priority, ord LIMIT n FOR UPDATE SKIP LOCKED`, then one `UPDATE … RETURNING`),
-//! completing many over arrays with lease fencing (a stale token changes nothing), and promoting
-//! due delayed jobs in bounded batches. Times of leases and run-at are the database's clock, so
-//! machines with skewed clocks agree.
+//! and promoting due delayed jobs in bounded batches (acks are in `acks.rs`). Each statement
+//! writes its batch's QueueEvents row in the same statement, so in the same transaction. Times
+//! of leases and run-at are the database's clock, so machines with skewed clocks agree.
 //!
 //! States in the `state` column follow the SQLite file: 0 waiting, 1 prioritized, 2 delayed,
 //! 3 active, 4 completed, 5 failed.
 
+use ferroqueue_engine::domain::job::Job;
 use ferroqueue_engine::EngineError;
 use tokio_postgres::{Client, Statement};
 
+pub use crate::acks::{AckStatements, Completion, Failed, Failure};
 use crate::connect::{prepare, Target};
+use crate::record::{hot_columns, id_expr, job_of, COLUMNS};
 
 /// A job to add.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,23 +31,28 @@ pub struct NewRow {
     pub lifo: bool,
     /// Creation time (ms since the epoch, the producer's clock, as BullMQ's `timestamp`).
     pub timestamp: i64,
+    /// The custom id (`jobId`), unique in its queue.
+    pub custom_id: Option<String>,
+}
+
+/// What adding one job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddedRow {
+    /// A new job with this key.
+    New(i64),
+    /// A job with that custom id exists (its key; `None` when it came earlier in the same
+    /// batch); nothing was added.
+    Duplicate(Option<i64>),
 }
 
 /// A job a worker claimed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Claimed {
     pub key: i64,
-    pub name: String,
-    pub data: String,
-    pub opts: Option<String>,
-    pub priority: i32,
-    pub attempts_made: i32,
-    pub attempts_started: i32,
-    pub timestamp: i64,
-    /// When the claim was made (ms since the epoch, the database's clock).
-    pub processed_on: i64,
     /// The lease token an ack must carry.
     pub token: i64,
+    /// The whole job as the claim left it (active, `processed_on` by the database's clock).
+    pub job: Job,
     ord: i64,
 }
 
@@ -55,49 +63,23 @@ impl Claimed {
             key: self.key,
             token: self.token,
             returnvalue: returnvalue.into(),
+            keep: true,
         }
     }
 }
 
-/// A completion to record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    pub key: i64,
-    pub token: i64,
-    /// Return value as JSON text.
-    pub returnvalue: String,
-}
-
-/// A failed attempt to record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    pub key: i64,
-    pub token: i64,
-    pub reason: String,
-    /// The error's stack trace, appended to the job's (the newest 10 are kept, as BullMQ's
-    /// default `stackTraceLimit`).
-    pub stack: Option<String>,
-    /// What the caller decided from the job's attempts and backoff: `None` fails the job for
-    /// good; `Some(0)` puts it back at the end of waiting; `Some(ms)` delays it that long.
-    pub retry_in: Option<i64>,
-}
-
-/// What a failure did to one job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failed {
-    /// Will run again (waiting, or delayed).
-    Retrying(i64),
-    /// Failed for good (moved to `finished`).
-    Final(i64),
+/// Milliseconds since the epoch of a `timestamptz` expression.
+pub(crate) fn ms(expr: &str) -> String {
+    format!("(extract(epoch from {expr}) * 1000)::bigint")
 }
 
 /// The hot path's statements, prepared on one connection.
 pub struct Statements {
     add: Statement,
     claim: Statement,
-    complete: Statement,
-    fail: Statement,
     promote: Statement,
+    /// Completions, failures and releases (`acks.rs`).
+    pub acks: AckStatements,
 }
 
 /// The columns of a `finished` row as jobs move there (`seq` is the table's own).
@@ -107,124 +89,110 @@ pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, op
 
 pub(crate) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
+/// The smallest bigint: a custom-id key is this plus its sequence number (the engine's
+/// `CUSTOM_KEY_BIT` read as a signed number).
+pub(crate) const CUSTOM_KEY_BASE: &str = "(-9223372036854775807 - 1)";
+
 impl Statements {
     /// Prepares every statement for the schema of `t` (already migrated).
     pub async fn prepare(client: &Client, t: &Target) -> Result<Statements, EngineError> {
         let s = t.schema();
         let prep = |sql: String| async move { prepare(client, t, &sql).await };
-        // Ids and admission orders are reserved for the whole batch with one update of the
-        // queue's row (which also creates it); that row lock orders producers of one queue.
+        let id = id_expr("");
+        let run_at = ms("run_at");
+        // Ids, custom-id numbers and admission orders are reserved for the whole batch with one
+        // update of the queue's row (which also creates it); that row lock orders producers of
+        // one queue. A custom id already taken (or taken earlier in the batch) adds nothing:
+        // `job_ids` is the arbiter. The batch's events are one row.
         let add = prep(format!(
-            "WITH q AS (
-                INSERT INTO {s}.queues AS q (name, last_auto_id, order_seq)
-                VALUES ($1, cardinality($2::text[]), cardinality($2::text[]))
+            "WITH a AS (
+                SELECT j.*,
+                       count(*) FILTER (WHERE j.cid IS NULL) OVER (ORDER BY j.i) AS auto_i,
+                       count(*) FILTER (WHERE j.cid IS NOT NULL) OVER (ORDER BY j.i) AS cus_i
+                FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
+                            $7::bool[], $8::int8[], $9::text[])
+                        WITH ORDINALITY AS j(name, data, opts, priority, delay, lifo, ts, cid, i)
+            ), n AS (
+                SELECT count(*) FILTER (WHERE cid IS NULL) AS autos,
+                       count(*) FILTER (WHERE cid IS NOT NULL) AS customs,
+                       count(*) AS total
+                FROM a
+            ), q AS (
+                INSERT INTO {s}.queues AS q (name, last_auto_id, order_seq, custom_seq)
+                SELECT $1, autos, total, customs FROM n
                 ON CONFLICT (name) DO UPDATE
                 SET last_auto_id = q.last_auto_id + EXCLUDED.last_auto_id,
-                    order_seq = q.order_seq + EXCLUDED.order_seq
-                RETURNING last_auto_id - cardinality($2::text[]) AS id0,
-                          order_seq - cardinality($2::text[]) AS ord0
+                    order_seq = q.order_seq + EXCLUDED.order_seq,
+                    custom_seq = q.custom_seq + EXCLUDED.custom_seq
+                RETURNING last_auto_id - (SELECT autos FROM n) AS id0,
+                          order_seq - (SELECT total FROM n) AS ord0,
+                          custom_seq - (SELECT customs FROM n) AS cus0
+            ), k AS (
+                SELECT a.*,
+                       CASE WHEN a.cid IS NULL THEN q.id0 + a.auto_i
+                            ELSE {CUSTOM_KEY_BASE} + q.cus0 + a.cus_i END AS key,
+                       q.ord0 + a.i AS o
+                FROM a, q
+            ), ids AS (
+                INSERT INTO {s}.job_ids (queue, custom_id, key)
+                SELECT $1, cid, key FROM k WHERE cid IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING key
+            ), ins AS (
+                INSERT INTO {s}.jobs (queue, key, custom_id, name, data, opts, state, priority,
+                                      ord, delay, run_at, timestamp)
+                SELECT $1, k.key, k.cid, k.name, k.data, k.opts,
+                       CASE WHEN k.delay > 0 THEN 2 WHEN k.priority > 0 THEN 1 ELSE 0 END,
+                       k.priority,
+                       CASE WHEN k.lifo THEN -k.o ELSE k.o END,
+                       k.delay,
+                       CASE WHEN k.delay > 0
+                            THEN clock_timestamp() + k.delay * interval '1 millisecond' END,
+                       k.ts
+                FROM k
+                WHERE k.cid IS NULL OR k.key IN (SELECT key FROM ids)
+                RETURNING key, custom_id, name, run_at
+            ), added AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'added', json_agg(json_build_object(
+                    'id', {id}, 'name', name, 'at', COALESCE({run_at}, 0)))::text
+                FROM ins HAVING count(*) > 0
+            ), dup AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'duplicated', json_agg(json_build_object('id', cid))::text
+                FROM k WHERE cid IS NOT NULL AND key NOT IN (SELECT key FROM ids)
+                HAVING count(*) > 0
             )
-            INSERT INTO {s}.jobs (queue, key, name, data, opts, state, priority, ord, delay,
-                                  run_at, timestamp)
-            SELECT $1, q.id0 + j.i, j.name, j.data, j.opts,
-                   CASE WHEN j.delay > 0 THEN 2 WHEN j.priority > 0 THEN 1 ELSE 0 END,
-                   j.priority,
-                   CASE WHEN j.lifo THEN -(q.ord0 + j.i) ELSE q.ord0 + j.i END,
-                   j.delay,
-                   CASE WHEN j.delay > 0
-                        THEN clock_timestamp() + j.delay * interval '1 millisecond' END,
-                   j.ts
-            FROM q, unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
-                           $7::bool[], $8::int8[])
-                    WITH ORDINALITY AS j(name, data, opts, priority, delay, lifo, ts, i)
-            RETURNING key"
+            SELECT k.i, k.key, k.cid IS NOT NULL AND k.key NOT IN (SELECT key FROM ids),
+                   e.key
+            FROM k LEFT JOIN {s}.job_ids e ON e.queue = $1 AND e.custom_id = k.cid
+            ORDER BY k.i"
         ))
         .await?;
         // `key = ANY(ARRAY(…))` keeps the update on the primary key whatever the planner guesses
         // of `LIMIT $2` (a join on the claimed keys chose a scan of the whole table).
+        let claimed_cols = hot_columns("j.");
         let claim = prep(format!(
-            "UPDATE {s}.jobs j
-            SET state = 3, token = nextval('{s}.tokens'),
-                lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond',
-                processed_on = {NOW_MS}, attempts_started = j.attempts_started + 1
-            WHERE j.queue = $1 AND j.key = ANY(ARRAY(
-                SELECT key FROM {s}.jobs
-                WHERE queue = $1 AND state IN (0, 1)
-                  AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND paused)
-                ORDER BY priority, ord
-                LIMIT $2
-                FOR UPDATE SKIP LOCKED
-            ))
-            RETURNING j.key, j.name, j.data, j.opts, j.priority, j.attempts_made,
-                      j.attempts_started, j.timestamp, j.processed_on, j.token, j.ord"
-        ))
-        .await?;
-        // Completed jobs leave the hot table for `finished`, in one statement; only activations
-        // whose token still holds count (a job whose lease expired and went to another worker
-        // is that worker's now). The plan must be: for each element of the arrays, one lookup by
-        // primary key (5.6 ms for 500 here). `state::int4 = 3` keeps the planner off the lease
-        // index, whose scan walks every active job per batch, and no `key = ANY(…)` tempts it
-        // into joining the batch against itself (500 × 500 comparisons, 72 ms).
-        let complete = prep(format!(
-            "WITH done AS (
-                DELETE FROM {s}.jobs j
-                USING unnest($2::int8[], $3::int8[], $4::text[]) AS a(key, token, rv)
-                WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
-                RETURNING j.*, a.rv
-            )
-            INSERT INTO {s}.finished ({FINISHED_COLUMNS})
-            SELECT queue, key, custom_id, name, data, opts, 4, priority, delay, timestamp,
-                   processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
-                   stalled_counter, progress, NULLIF(rv, 'null'), failed_reason, stacktrace, logs
-            FROM done
-            RETURNING key"
-        ))
-        .await?;
-        // Failures over arrays, like completions (one primary-key lookup per element): retries
-        // stay in `jobs` (back of waiting with a fresh order, or delayed), final failures move
-        // to `finished`; both append the stack trace, keeping the newest 10.
-        let stack = "CASE WHEN a.stack IS NULL THEN j.stacktrace ELSE (
-                SELECT jsonb_agg(x ORDER BY n)::text FROM (
-                    SELECT x, n FROM jsonb_array_elements(
-                        COALESCE(j.stacktrace, '[]')::jsonb || jsonb_build_array(a.stack)
-                    ) WITH ORDINALITY AS e(x, n)
-                    ORDER BY n DESC LIMIT 10) newest) END";
-        let fail = prep(format!(
-            "WITH a AS (
-                SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[])
-                    WITH ORDINALITY AS a(key, token, reason, stack, retry_in, i)
-            ), q AS (
-                UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
-                WHERE name = $1
-                RETURNING order_seq - cardinality($2::int8[]) AS ord0
-            ), retried AS (
+            "WITH c AS (
                 UPDATE {s}.jobs j
-                SET state = CASE WHEN a.retry_in > 0 THEN 2 WHEN j.priority > 0 THEN 1 ELSE 0 END,
-                    run_at = CASE WHEN a.retry_in > 0
-                                  THEN clock_timestamp() + a.retry_in * interval '1 millisecond'
-                             END,
-                    delay = CASE WHEN a.retry_in > 0 THEN a.retry_in ELSE j.delay END,
-                    ord = q.ord0 + a.i, token = NULL, lease_until = NULL,
-                    attempts_made = j.attempts_made + 1, failed_reason = a.reason,
-                    stacktrace = {stack}
-                FROM a, q
-                WHERE a.retry_in IS NOT NULL AND j.queue = $1 AND j.key = a.key
-                  AND j.state::int4 = 3 AND j.token = a.token
-                RETURNING j.key
-            ), gone AS (
-                DELETE FROM {s}.jobs j USING a
-                WHERE a.retry_in IS NULL AND j.queue = $1 AND j.key = a.key
-                  AND j.state::int4 = 3 AND j.token = a.token
-                RETURNING j.*, a.reason, {stack} AS stack
-            ), moved AS (
-                INSERT INTO {s}.finished ({FINISHED_COLUMNS})
-                SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
-                       processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
-                       stalled_counter, progress, returnvalue, reason, stack, logs
-                FROM gone
-                RETURNING key
+                SET state = 3, token = nextval('{s}.tokens'),
+                    lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond',
+                    processed_on = {NOW_MS}, attempts_started = j.attempts_started + 1
+                WHERE j.queue = $1 AND j.key = ANY(ARRAY(
+                    SELECT key FROM {s}.jobs
+                    WHERE queue = $1 AND state IN (0, 1)
+                      AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND paused)
+                    ORDER BY priority, ord
+                    LIMIT $2
+                    FOR UPDATE SKIP LOCKED
+                ))
+                RETURNING {claimed_cols}, j.token, j.ord
+            ), ev AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'active', json_agg(json_build_object('id', {id}))::text
+                FROM c HAVING count(*) > 0
             )
-            SELECT key, true FROM retried UNION ALL SELECT key, false FROM moved"
+            SELECT * FROM c"
         ))
         .await?;
         // A promoted job goes to the back of its priority, as in the engine and BullMQ: it gets
@@ -232,6 +200,7 @@ impl Statements {
         // `(SELECT clock_timestamp())` is computed once, so the delayed index applies; the rows
         // are updated by their `ctid` (a TID scan), or the generic plan joins against a
         // sequential scan of the table (39 ms against 13 ms for 1,000 of 100,000 jobs).
+        let id_j = format!("{} AS id", id_expr("j."));
         let promote = prep(format!(
             "WITH due AS (
                 SELECT ctid AS row, queue, key, run_at FROM {s}.jobs
@@ -249,34 +218,40 @@ impl Statements {
                 FROM (SELECT DISTINCT queue, n FROM numbered) c
                 WHERE name = c.queue
                 RETURNING name, order_seq - c.n AS ord0
+            ), moved AS (
+                UPDATE {s}.jobs j
+                SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END, run_at = NULL,
+                    ord = q.ord0 + numbered.i
+                FROM numbered JOIN q ON q.name = numbered.queue
+                WHERE j.ctid = ANY(ARRAY(SELECT row FROM numbered))
+                  AND j.queue = numbered.queue AND j.key = numbered.key
+                RETURNING j.queue, j.key, {id_j}
+            ), ev AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT queue, 'waiting',
+                       json_agg(json_build_object('id', id, 'prev', 'delayed'))::text
+                FROM moved GROUP BY queue
             )
-            UPDATE {s}.jobs j
-            SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END, run_at = NULL,
-                ord = q.ord0 + numbered.i
-            FROM numbered JOIN q ON q.name = numbered.queue
-            WHERE j.ctid = ANY(ARRAY(SELECT row FROM numbered))
-              AND j.queue = numbered.queue AND j.key = numbered.key
-            RETURNING j.queue, j.key"
+            SELECT queue, key FROM moved"
         ))
         .await?;
         Ok(Statements {
             add,
             claim,
-            complete,
-            fail,
             promote,
+            acks: AckStatements::prepare(client, t).await?,
         })
     }
 
-    /// Adds `jobs` to `queue` in one statement, all or none; answers their keys (automatic
-    /// ids) in order.
+    /// Adds `jobs` to `queue` in one statement, all or none; answers what happened to each, in
+    /// order (new keys are increasing: automatic ids, or custom-id keys).
     pub async fn add_bulk(
         &self,
         client: &Client,
         t: &Target,
         queue: &str,
         jobs: &[NewRow],
-    ) -> Result<Vec<i64>, EngineError> {
+    ) -> Result<Vec<AddedRow>, EngineError> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -287,16 +262,23 @@ impl Statements {
         let delay: Vec<i64> = jobs.iter().map(|j| j.delay).collect();
         let lifo: Vec<bool> = jobs.iter().map(|j| j.lifo).collect();
         let ts: Vec<i64> = jobs.iter().map(|j| j.timestamp).collect();
+        let ids: Vec<Option<&str>> = jobs.iter().map(|j| j.custom_id.as_deref()).collect();
         let rows = client
             .query(
                 &self.add,
-                &[&queue, &names, &data, &opts, &prio, &delay, &lifo, &ts],
+                &[
+                    &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids,
+                ],
             )
             .await
             .map_err(|e| t.error("cannot add jobs", e))?;
-        let mut keys: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        keys.sort_unstable();
-        Ok(keys)
+        Ok(rows
+            .iter()
+            .map(|r| match r.get::<_, bool>(2) {
+                false => AddedRow::New(r.get(1)),
+                true => AddedRow::Duplicate(r.get(3)),
+            })
+            .collect())
     }
 
     /// Claims up to `max` ready jobs of `queue` (none while it is paused) with a lease of
@@ -315,26 +297,23 @@ impl Statements {
             .map_err(|e| t.error("cannot claim jobs", e))?;
         let mut jobs: Vec<Claimed> = rows
             .iter()
-            .map(|r| Claimed {
-                key: r.get(0),
-                name: r.get(1),
-                data: r.get(2),
-                opts: r.get(3),
-                priority: r.get(4),
-                attempts_made: r.get(5),
-                attempts_started: r.get(6),
-                timestamp: r.get(7),
-                processed_on: r.get(8),
-                token: r.get(9),
-                ord: r.get(10),
+            .map(|r| {
+                let token: i64 = r.get(COLUMNS);
+                let mut job = job_of(r, 0);
+                job.lock = token as u64;
+                Claimed {
+                    key: r.get(0),
+                    token,
+                    job,
+                    ord: r.get(COLUMNS + 1),
+                }
             })
             .collect();
-        jobs.sort_unstable_by_key(|j| (j.priority, j.ord));
+        jobs.sort_unstable_by_key(|j| (j.job.priority, j.ord));
         Ok(jobs)
     }
 
-    /// Completes activations of `queue`; answers the keys that completed (the others were
-    /// stale: their lease had passed to another worker, or the job was removed).
+    /// Completes activations (see [`AckStatements::complete`]).
     pub async fn complete(
         &self,
         client: &Client,
@@ -342,21 +321,10 @@ impl Statements {
         queue: &str,
         done: &[Completion],
     ) -> Result<Vec<i64>, EngineError> {
-        if done.is_empty() {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<i64> = done.iter().map(|d| d.key).collect();
-        let tokens: Vec<i64> = done.iter().map(|d| d.token).collect();
-        let values: Vec<&str> = done.iter().map(|d| d.returnvalue.as_str()).collect();
-        let rows = client
-            .query(&self.complete, &[&queue, &keys, &tokens, &values])
-            .await
-            .map_err(|e| t.error("cannot complete jobs", e))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        self.acks.complete(client, t, queue, done).await
     }
 
-    /// Records failed attempts of `queue`; answers what happened to each job whose token still
-    /// held (the others were stale).
+    /// Records failed attempts (see [`AckStatements::fail`]).
     pub async fn fail(
         &self,
         client: &Client,
@@ -364,28 +332,7 @@ impl Statements {
         queue: &str,
         failures: &[Failure],
     ) -> Result<Vec<Failed>, EngineError> {
-        if failures.is_empty() {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<i64> = failures.iter().map(|f| f.key).collect();
-        let tokens: Vec<i64> = failures.iter().map(|f| f.token).collect();
-        let reasons: Vec<&str> = failures.iter().map(|f| f.reason.as_str()).collect();
-        let stacks: Vec<Option<&str>> = failures.iter().map(|f| f.stack.as_deref()).collect();
-        let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
-        let rows = client
-            .query(
-                &self.fail,
-                &[&queue, &keys, &tokens, &reasons, &stacks, &retry],
-            )
-            .await
-            .map_err(|e| t.error("cannot record failures", e))?;
-        Ok(rows
-            .iter()
-            .map(|r| match r.get::<_, bool>(1) {
-                true => Failed::Retrying(r.get(0)),
-                false => Failed::Final(r.get(0)),
-            })
-            .collect())
+        self.acks.fail(client, t, queue, failures).await
     }
 
     /// Makes up to `limit` due delayed jobs (of any queue, earliest first) ready, each at the back

@@ -13,6 +13,13 @@
 //! - `job_ids`: custom ids (`jobId`), unique per queue across `jobs` and `finished`.
 //! - `events`: QueueEvents' feed, written in the transaction of the change, read in commit order
 //!   (by `xid`, below the reader's snapshot `xmin`).
+//!
+//! Version 2 adds the custom-id sequence of each queue (`queues.custom_seq`) and the wake-up
+//! hint: statement triggers on `jobs` send `NOTIFY {schema}_ready, '<queue>'` once per queue
+//! whenever a statement leaves jobs ready (an add, a retry, a promotion, a stalled job put back),
+//! so idle workers in any process wake without polling; `{schema}_delayed` when a statement
+//! leaves jobs delayed (the elected process recomputes its next promotion) and `{schema}_events`
+//! when one writes events (QueueEvents readers read).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -21,10 +28,11 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
-const MIGRATIONS: [&str; VERSION as usize] = [r#"
+const MIGRATIONS: [&str; VERSION as usize] = [
+    r#"
 CREATE TABLE {s}.queues (
     name text PRIMARY KEY,
     paused boolean NOT NULL DEFAULT false,
@@ -101,7 +109,33 @@ CREATE TABLE {s}.events (
     at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX events_order ON {s}.events (xid, id);
-"#];
+"#,
+    r#"
+ALTER TABLE {s}.queues ADD COLUMN custom_seq bigint NOT NULL DEFAULT 0;
+CREATE FUNCTION {s}.notify_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{s}_ready', q.queue)
+    FROM (SELECT DISTINCT queue FROM ready_rows WHERE state IN (0, 1)) q;
+    IF EXISTS (SELECT 1 FROM ready_rows WHERE state = 2) THEN
+        PERFORM pg_notify('{s}_delayed', '');
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION {s}.notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM written) THEN
+        PERFORM pg_notify('{s}_events', '');
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER events_written AFTER INSERT ON {s}.events
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_events();
+CREATE TRIGGER jobs_inserted_ready AFTER INSERT ON {s}.jobs
+    REFERENCING NEW TABLE AS ready_rows FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_ready();
+CREATE TRIGGER jobs_updated_ready AFTER UPDATE ON {s}.jobs
+    REFERENCING NEW TABLE AS ready_rows FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_ready();
+"#,
+];
 
 /// The advisory lock that serialises migrations of one schema.
 fn lock_key(schema: &str) -> i64 {

@@ -6,7 +6,7 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ferroqueue_postgres::jobs::{Completion, Failed, Failure, NewRow, Statements};
+use ferroqueue_postgres::jobs::{AddedRow, Completion, Failed, Failure, NewRow, Statements};
 use ferroqueue_postgres::schema::migrate;
 use ferroqueue_postgres::{connect, Target};
 use tokio_postgres::Client;
@@ -20,6 +20,7 @@ fn row(name: &str, priority: i32, lifo: bool, delay: i64) -> NewRow {
         delay,
         lifo,
         timestamp: 1,
+        custom_id: None,
     }
 }
 
@@ -33,7 +34,7 @@ async fn ready(name: &str) -> Option<(Target, Client, Statements)> {
 /// The names of every job a claim of up to 10 takes from queue `q`, in claim order.
 async fn claimed_names(st: &Statements, c: &Client, t: &Target) -> Vec<String> {
     let got = st.claim(c, t, "q", 10, 30_000).await.expect("claimed");
-    got.into_iter().map(|j| j.name).collect()
+    got.into_iter().map(|j| j.job.name.to_string()).collect()
 }
 
 #[tokio::test]
@@ -50,18 +51,19 @@ async fn claims_follow_priority_then_admission_with_lifo_first() {
         row("p1b", 1, false, 0),
     ];
     let keys = st.add_bulk(&c, &t, "q", &rows).await.expect("added");
-    assert_eq!(keys, vec![1, 2, 3, 4, 5, 6], "automatic ids in order");
+    let new = |k: Vec<i64>| k.into_iter().map(AddedRow::New).collect::<Vec<_>>();
+    assert_eq!(keys, new(vec![1, 2, 3, 4, 5, 6]), "automatic ids in order");
     let more = st
         .add_bulk(&c, &t, "q", &[row("c", 0, false, 0)])
         .await
         .expect("added");
-    assert_eq!(more, vec![7]);
+    assert_eq!(more, new(vec![7]));
     let got = st.claim(&c, &t, "q", 10, 30_000).await.expect("claimed");
-    let names: Vec<&str> = got.iter().map(|j| j.name.as_str()).collect();
+    let names: Vec<&str> = got.iter().map(|j| &*j.job.name).collect();
     assert_eq!(names, ["l", "a", "b", "c", "p1", "p1b", "p3"]);
     assert!(got
         .iter()
-        .all(|j| j.attempts_started == 1 && j.processed_on > 0));
+        .all(|j| j.job.attempts_started == 1 && j.job.processed_on > 0));
     assert!(st
         .claim(&c, &t, "q", 10, 30_000)
         .await
@@ -83,11 +85,13 @@ async fn a_stale_token_completes_nothing() {
             key: got[0].key,
             token: got[0].token,
             returnvalue: "42".into(),
+            keep: true,
         },
         Completion {
             key: got[1].key,
             token: got[1].token + 1000,
             returnvalue: "null".into(),
+            keep: true,
         },
     ];
     let completed = st.complete(&c, &t, "q", &done).await.expect("acked");
@@ -266,6 +270,8 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
         reason: format!("boom {i}"),
         stack: Some(format!("at line {i}")),
         retry_in,
+        exhausted: retry_in.is_none(),
+        keep: true,
     };
     let mut stale = fail(0, Some(0));
     stale.token += 1000;
@@ -311,7 +317,7 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
     assert_eq!(delayed, 2);
     // Retried at once: behind the job that was already waiting.
     let again = st.claim(&c, &t, "q", 10, 30_000).await.expect("claimed");
-    let names: Vec<&str> = again.iter().map(|j| j.name.as_str()).collect();
+    let names: Vec<&str> = again.iter().map(|j| &*j.job.name).collect();
     assert_eq!(names, ["waiting", "now"]);
     // Eleven more failures of one job keep its newest ten stack traces.
     let mut job = again[1].clone();
@@ -322,6 +328,8 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
             reason: "again".into(),
             stack: Some(format!("trace {n}")),
             retry_in: Some(0),
+            exhausted: false,
+            keep: true,
         };
         st.fail(&c, &t, "q", &[f]).await.expect("failed");
         if n < 10 {

@@ -20,6 +20,7 @@ fn row(name: &str) -> NewRow {
         delay: 0,
         lifo: false,
         timestamp: 1,
+        custom_id: None,
     }
 }
 
@@ -54,7 +55,7 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
         .expect("added");
     let got = st.claim(&c, &t, "q", 2, 30_000).await.expect("claimed");
     let (a, b) = (&got[0], &got[1]);
-    assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
+    assert_eq!((&*a.job.name, &*b.job.name), ("a", "b"));
     expire(&c, &t, a.key).await;
     expire(&c, &t, b.key).await;
     // b's holder renews in time; a's does not.
@@ -84,9 +85,12 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
     assert!(renewed.is_empty());
     // Back at the head of waiting, with no attempt spent.
     let again = st.claim(&c, &t, "q", 10, 30_000).await.expect("claimed");
-    let names: Vec<&str> = again.iter().map(|j| j.name.as_str()).collect();
+    let names: Vec<&str> = again.iter().map(|j| &*j.job.name).collect();
     assert_eq!(names, ["a", "c"]);
-    assert_eq!((again[0].attempts_made, again[0].attempts_started), (0, 2));
+    assert_eq!(
+        (again[0].job.attempts_made, again[0].job.attempts_started),
+        (0, 2)
+    );
     // Stalled a second time with maxStalledCount 1: failed, with BullMQ's reason.
     expire(&c, &t, a.key).await;
     let swept = ls.sweep(&c, &t, 100, 1).await.expect("swept");

@@ -1,0 +1,275 @@
+//! Finishing activations, many per statement over arrays, each fenced by its lease token (a
+//! stale token changes nothing): completions ([`AckStatements::complete`]), failed attempts
+//! ([`AckStatements::fail`]: retried now, later, or failed for good) and jobs given back
+//! unprocessed ([`AckStatements::release`]). Each statement writes its batch's QueueEvents rows
+//! in the same statement.
+//!
+//! The plan each needs is one primary-key lookup per array element (5.6 ms for 500 here):
+//! `state::int4 = 3` keeps the planner off the lease index, whose scan walks every active job per
+//! batch, and no `key = ANY(…)` tempts it into joining the batch against itself (500 × 500
+//! comparisons, 72 ms).
+
+use ferroqueue_engine::EngineError;
+use tokio_postgres::{Client, Statement};
+
+use crate::connect::{prepare, Target};
+use crate::jobs::{ms, FINISHED_COLUMNS, NOW_MS};
+use crate::record::id_expr;
+
+/// A completion to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub key: i64,
+    pub token: i64,
+    /// Return value as JSON text.
+    pub returnvalue: String,
+    /// Whether the job is kept in `finished` (`false`: `removeOnComplete: true`, deleted).
+    pub keep: bool,
+}
+
+/// A failed attempt to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub key: i64,
+    pub token: i64,
+    pub reason: String,
+    /// The error's stack trace, appended to the job's (the newest 10 are kept, as BullMQ's
+    /// default `stackTraceLimit`).
+    pub stack: Option<String>,
+    /// What the caller decided from the job's attempts and backoff: `None` fails the job for
+    /// good; `Some(0)` puts it back at the end of waiting; `Some(ms)` delays it that long.
+    pub retry_in: Option<i64>,
+    /// A final failure because every attempt is spent (QueueEvents hear `retries-exhausted`).
+    pub exhausted: bool,
+    /// Whether a final failure is kept in `finished` (`false`: `removeOnFail: true`).
+    pub keep: bool,
+}
+
+/// What a failure did to one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failed {
+    /// Will run again (waiting, or delayed).
+    Retrying(i64),
+    /// Failed for good (moved to `finished`, or deleted).
+    Final(i64),
+}
+
+/// The ack statements, prepared on one connection.
+pub struct AckStatements {
+    complete: Statement,
+    fail: Statement,
+    release: Statement,
+}
+
+impl AckStatements {
+    /// Prepares the statements for the schema of `t` (already migrated).
+    pub async fn prepare(client: &Client, t: &Target) -> Result<AckStatements, EngineError> {
+        let s = t.schema();
+        let prep = |sql: String| async move { prepare(client, t, &sql).await };
+        let id = id_expr("");
+        // Completed jobs leave the hot table for `finished` (or go, under removeOnComplete);
+        // only activations whose token still holds count (a job whose lease expired and went to
+        // another worker is that worker's now).
+        let complete = prep(format!(
+            "WITH done AS (
+                DELETE FROM {s}.jobs j
+                USING unnest($2::int8[], $3::int8[], $4::text[], $5::bool[])
+                    AS a(key, token, rv, keep)
+                WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.*, a.rv, a.keep
+            ), moved AS (
+                INSERT INTO {s}.finished ({FINISHED_COLUMNS})
+                SELECT queue, key, custom_id, name, data, opts, 4, priority, delay, timestamp,
+                       processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
+                       stalled_counter, progress, NULLIF(rv, 'null'), failed_reason, stacktrace,
+                       logs
+                FROM done WHERE keep
+            ), ids AS (
+                DELETE FROM {s}.job_ids i USING done
+                WHERE NOT done.keep AND done.custom_id IS NOT NULL
+                  AND i.queue = $1 AND i.custom_id = done.custom_id
+            ), ev AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'completed',
+                       json_agg(json_build_object('id', {id}, 'rv', rv::json))::text
+                FROM done HAVING count(*) > 0
+            )
+            SELECT key FROM done"
+        ))
+        .await?;
+        // Retries stay in `jobs` (back of waiting with a fresh order, or delayed), final
+        // failures move to `finished`; both append the stack trace, keeping the newest 10.
+        let stack = "CASE WHEN a.stack IS NULL THEN j.stacktrace ELSE (
+                SELECT jsonb_agg(x ORDER BY n)::text FROM (
+                    SELECT x, n FROM jsonb_array_elements(
+                        COALESCE(j.stacktrace, '[]')::jsonb || jsonb_build_array(a.stack)
+                    ) WITH ORDINALITY AS e(x, n)
+                    ORDER BY n DESC LIMIT 10) newest) END";
+        let fail = prep(format!(
+            "WITH a AS (
+                SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[],
+                                     $7::bool[], $8::bool[])
+                    WITH ORDINALITY AS a(key, token, reason, stack, retry_in, exhausted, keep, i)
+            ), q AS (
+                UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
+                WHERE name = $1
+                RETURNING order_seq - cardinality($2::int8[]) AS ord0
+            ), retried AS (
+                UPDATE {s}.jobs j
+                SET state = CASE WHEN a.retry_in > 0 THEN 2 WHEN j.priority > 0 THEN 1 ELSE 0 END,
+                    run_at = CASE WHEN a.retry_in > 0
+                                  THEN clock_timestamp() + a.retry_in * interval '1 millisecond'
+                             END,
+                    delay = CASE WHEN a.retry_in > 0 THEN a.retry_in ELSE j.delay END,
+                    ord = q.ord0 + a.i, token = NULL, lease_until = NULL,
+                    attempts_made = j.attempts_made + 1, failed_reason = a.reason,
+                    stacktrace = {stack}
+                FROM a, q
+                WHERE a.retry_in IS NOT NULL AND j.queue = $1 AND j.key = a.key
+                  AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.key, {id_j} AS id, j.state, {run_at_j} AS at
+            ), gone AS (
+                DELETE FROM {s}.jobs j USING a
+                WHERE a.retry_in IS NULL AND j.queue = $1 AND j.key = a.key
+                  AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.*, a.reason, a.exhausted, a.keep, {stack} AS stack
+            ), moved AS (
+                INSERT INTO {s}.finished ({FINISHED_COLUMNS})
+                SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
+                       processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
+                       stalled_counter, progress, returnvalue, reason, stack, logs
+                FROM gone WHERE keep
+            ), ids AS (
+                DELETE FROM {s}.job_ids i USING gone
+                WHERE NOT gone.keep AND gone.custom_id IS NOT NULL
+                  AND i.queue = $1 AND i.custom_id = gone.custom_id
+            ), ev_final AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'failed', json_agg(json_build_object(
+                    'id', {id}, 'reason', reason,
+                    'exhausted', CASE WHEN exhausted THEN attempts_made + 1 END))::text
+                FROM gone HAVING count(*) > 0
+            ), ev_retried AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'retried',
+                       json_agg(json_build_object('id', id, 'at', COALESCE(at, 0)))::text
+                FROM retried HAVING count(*) > 0
+            )
+            SELECT key, true FROM retried UNION ALL SELECT key, false FROM gone",
+            id_j = id_expr("j."),
+            run_at_j = ms("j.run_at"),
+        ))
+        .await?;
+        // Given back unprocessed (a worker closed with force): to the head of waiting with a
+        // fresh negative order, no attempt spent.
+        let release = prep(format!(
+            "WITH a AS (
+                SELECT * FROM unnest($2::int8[], $3::int8[]) WITH ORDINALITY AS a(key, token, i)
+            ), q AS (
+                UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
+                WHERE name = $1
+                RETURNING order_seq - cardinality($2::int8[]) AS ord0
+            ), back AS (
+                UPDATE {s}.jobs j
+                SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END,
+                    ord = -(q.ord0 + a.i), token = NULL, lease_until = NULL
+                FROM a, q
+                WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
+                RETURNING j.key, {id_j} AS id
+            ), ev AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'waiting',
+                       json_agg(json_build_object('id', id, 'prev', 'active'))::text
+                FROM back HAVING count(*) > 0
+            )
+            SELECT key FROM back",
+            id_j = id_expr("j."),
+        ))
+        .await?;
+        Ok(AckStatements {
+            complete,
+            fail,
+            release,
+        })
+    }
+
+    /// Completes activations of `queue`; answers the keys that completed (the others were
+    /// stale: their lease had passed to another worker, or the job was removed).
+    pub async fn complete(
+        &self,
+        client: &Client,
+        t: &Target,
+        queue: &str,
+        done: &[Completion],
+    ) -> Result<Vec<i64>, EngineError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<i64> = done.iter().map(|d| d.key).collect();
+        let tokens: Vec<i64> = done.iter().map(|d| d.token).collect();
+        let values: Vec<&str> = done.iter().map(|d| d.returnvalue.as_str()).collect();
+        let keep: Vec<bool> = done.iter().map(|d| d.keep).collect();
+        let rows = client
+            .query(&self.complete, &[&queue, &keys, &tokens, &values, &keep])
+            .await
+            .map_err(|e| t.error("cannot complete jobs", e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Records failed attempts of `queue`; answers what happened to each job whose token still
+    /// held (the others were stale).
+    pub async fn fail(
+        &self,
+        client: &Client,
+        t: &Target,
+        queue: &str,
+        failures: &[Failure],
+    ) -> Result<Vec<Failed>, EngineError> {
+        if failures.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<i64> = failures.iter().map(|f| f.key).collect();
+        let tokens: Vec<i64> = failures.iter().map(|f| f.token).collect();
+        let reasons: Vec<&str> = failures.iter().map(|f| f.reason.as_str()).collect();
+        let stacks: Vec<Option<&str>> = failures.iter().map(|f| f.stack.as_deref()).collect();
+        let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
+        let exhausted: Vec<bool> = failures.iter().map(|f| f.exhausted).collect();
+        let keep: Vec<bool> = failures.iter().map(|f| f.keep).collect();
+        let rows = client
+            .query(
+                &self.fail,
+                &[
+                    &queue, &keys, &tokens, &reasons, &stacks, &retry, &exhausted, &keep,
+                ],
+            )
+            .await
+            .map_err(|e| t.error("cannot record failures", e))?;
+        Ok(rows
+            .iter()
+            .map(|r| match r.get::<_, bool>(1) {
+                true => Failed::Retrying(r.get(0)),
+                false => Failed::Final(r.get(0)),
+            })
+            .collect())
+    }
+
+    /// Gives activations back unprocessed, to the head of waiting; answers the keys given back.
+    pub async fn release(
+        &self,
+        client: &Client,
+        t: &Target,
+        queue: &str,
+        given: &[(i64, i64)],
+    ) -> Result<Vec<i64>, EngineError> {
+        if given.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<i64> = given.iter().map(|g| g.0).collect();
+        let tokens: Vec<i64> = given.iter().map(|g| g.1).collect();
+        let rows = client
+            .query(&self.release, &[&queue, &keys, &tokens])
+            .await
+            .map_err(|e| t.error("cannot give jobs back", e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}

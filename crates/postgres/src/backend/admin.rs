@@ -1,0 +1,399 @@
+//! Administration of a queue and changes of one job, each one statement that also writes its
+//! QueueEvents row. Errors match the embedded engine's (`ERR_JOB_NOT_FOUND`, `ERR_JOB_LOCKED`,
+//! `ERR_INVALID_STATE`, `ERR_QUEUE_ACTIVE`).
+
+use std::sync::Arc;
+
+use ferroqueue_engine::backend::JobChange;
+use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::listing::StateFilter;
+use ferroqueue_engine::{EngineError, Result};
+use tokio_postgres::types::ToSql;
+
+use super::read::{id_params, key_cte};
+use super::Shared;
+use crate::jobs::NOW_MS;
+use crate::record::{id_expr, state_number};
+
+/// Pauses or resumes; only a change writes its event.
+pub(super) async fn set_paused(s: &Shared, queue: &Arc<str>, paused: bool) -> Result<()> {
+    let sch = s.target().schema();
+    let event = if paused { "paused" } else { "resumed" };
+    let sql = format!(
+        "WITH old AS (SELECT paused FROM {sch}.queues WHERE name = $1),
+        up AS (
+            INSERT INTO {sch}.queues AS q (name, paused) VALUES ($1, $2)
+            ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused
+            RETURNING 1
+        ), ev AS (
+            INSERT INTO {sch}.events (queue, event, payload)
+            SELECT $1, '{event}', '[]'
+            WHERE COALESCE((SELECT paused FROM old), false) <> $2
+        )
+        SELECT count(*) FROM up"
+    );
+    let c = s.pool.get().await?;
+    c.query(
+        s.target(),
+        "cannot pause or resume",
+        &sql,
+        &[&queue.as_ref(), &paused],
+    )
+    .await?;
+    if !paused {
+        s.wake(queue);
+    }
+    Ok(())
+}
+
+/// Removes ready (and, with `delayed`, delayed) jobs; answers how many.
+pub(super) async fn drain(s: &Shared, queue: &str, delayed: bool) -> Result<usize> {
+    let sch = s.target().schema();
+    let sql = format!(
+        "WITH gone AS (
+            DELETE FROM {sch}.jobs WHERE queue = $1 AND (state IN (0, 1) OR ($2 AND state = 2))
+            RETURNING custom_id
+        ), ids AS (
+            DELETE FROM {sch}.job_ids i USING gone
+            WHERE i.queue = $1 AND i.custom_id = gone.custom_id
+        )
+        SELECT count(*) FROM gone"
+    );
+    let c = s.pool.get().await?;
+    let rows = c
+        .query(
+            s.target(),
+            "cannot drain the queue",
+            &sql,
+            &[&queue, &delayed],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
+}
+
+/// Removes jobs of `state` older than `grace` ms (finished time for completed and failed,
+/// creation time otherwise), oldest first, at most `limit` (0: all); answers their ids. Active
+/// jobs are held by workers and never cleaned.
+pub(super) async fn clean(
+    s: &Shared,
+    queue: &str,
+    grace: u64,
+    limit: usize,
+    state: StateFilter,
+) -> Result<Vec<String>> {
+    let StateFilter::State(st) = state else {
+        return Ok(Vec::new());
+    };
+    let (table, time) = match st {
+        JobState::Active | JobState::WaitingChildren => return Ok(Vec::new()),
+        JobState::Completed | JobState::Failed => ("finished", "finished_on"),
+        _ => ("jobs", "timestamp"),
+    };
+    let sch = s.target().schema();
+    let id = id_expr("t.");
+    let sql = format!(
+        "WITH doomed AS (
+            SELECT ctid AS row FROM {sch}.{table}
+            WHERE queue = $1 AND state = $2 AND {time} < {NOW_MS} - $3::int8
+            ORDER BY {time}, key
+            LIMIT $4
+        ), gone AS (
+            DELETE FROM {sch}.{table} t WHERE t.ctid = ANY(ARRAY(SELECT row FROM doomed))
+            RETURNING t.custom_id, {id} AS id, t.{time} AS at
+        ), ids AS (
+            DELETE FROM {sch}.job_ids i USING gone
+            WHERE i.queue = $1 AND i.custom_id = gone.custom_id
+        ), ev AS (
+            INSERT INTO {sch}.events (queue, event, payload)
+            SELECT $1, 'cleaned', json_build_array(count(*))::text FROM gone
+            HAVING count(*) > 0
+        )
+        SELECT id FROM gone ORDER BY at"
+    );
+    let grace = grace.min(i64::MAX as u64) as i64;
+    let limit: Option<i64> = (limit > 0).then_some(limit.min(i64::MAX as usize) as i64);
+    let c = s.pool.get().await?;
+    let rows = c
+        .query(
+            s.target(),
+            "cannot clean the queue",
+            &sql,
+            &[&queue, &state_number(st), &grace, &limit],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Removes everything of the queue, its ids and paused flag; refused while jobs are active
+/// unless `force`.
+pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<()> {
+    let sch = s.target().schema();
+    let c = s.pool.get().await?;
+    if !force {
+        let sql = format!("SELECT count(*) FROM {sch}.jobs WHERE queue = $1 AND state = 3");
+        let rows = c
+            .query(s.target(), "cannot obliterate", &sql, &[&queue])
+            .await?;
+        let active = rows.first().map_or(0, |r| r.get::<_, i64>(0));
+        if active > 0 {
+            return Err(EngineError::QueueActive {
+                queue: queue.to_string(),
+                active: active as usize,
+            });
+        }
+    }
+    // One statement, so one transaction: the active check above is advisory (a job claimed
+    // in between is obliterated with the rest, and its ack is stale).
+    let sql = format!(
+        "WITH a AS (DELETE FROM {sch}.jobs WHERE queue = $1),
+        b AS (DELETE FROM {sch}.finished WHERE queue = $1),
+        c AS (DELETE FROM {sch}.job_ids WHERE queue = $1),
+        d AS (DELETE FROM {sch}.queues WHERE name = $1)
+        SELECT 1"
+    );
+    c.query(s.target(), "cannot obliterate", &sql, &[&queue])
+        .await?;
+    Ok(())
+}
+
+/// Removes a job unless it is active; answers whether it existed.
+pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
+    let sch = s.target().schema();
+    let sql = format!(
+        "WITH {k}, locked AS (
+            SELECT 1 FROM {sch}.jobs WHERE queue = $1 AND key = (SELECT key FROM k) AND state = 3
+        ), hot AS (
+            DELETE FROM {sch}.jobs WHERE queue = $1 AND key = (SELECT key FROM k) AND state <> 3
+            RETURNING custom_id, state
+        ), done AS (
+            DELETE FROM {sch}.finished WHERE queue = $1 AND key = (SELECT key FROM k)
+            RETURNING custom_id, state
+        ), gone AS (SELECT * FROM hot UNION ALL SELECT * FROM done),
+        ids AS (
+            DELETE FROM {sch}.job_ids i USING gone
+            WHERE i.queue = $1 AND i.custom_id = gone.custom_id
+        ), ev AS (
+            INSERT INTO {sch}.events (queue, event, payload)
+            SELECT $1, 'removed', json_agg(json_build_object('id', $4::text, 'prev', state))::text
+            FROM gone HAVING count(*) > 0
+        )
+        SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM locked)",
+        k = key_cte(sch),
+    );
+    let (auto, custom) = id_params(id);
+    let c = s.pool.get().await?;
+    let rows = c
+        .query(
+            s.target(),
+            "cannot remove a job",
+            &sql,
+            &[&queue, &auto, &custom, &id],
+        )
+        .await?;
+    let (gone, locked) = rows
+        .first()
+        .map_or((0, 0), |r| (r.get::<_, i64>(0), r.get::<_, i64>(1)));
+    if locked > 0 {
+        return Err(EngineError::JobLocked(id.to_string()));
+    }
+    Ok(gone > 0)
+}
+
+/// The state of job `id` (`None`: no such job), for the errors of a change that did nothing.
+async fn state_for_error(s: &Shared, queue: &str, id: &str) -> Result<Option<JobState>> {
+    super::read::state(s, queue, id).await
+}
+
+/// Changes one job; answers its log row count for a log, else 0.
+pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange) -> Result<usize> {
+    let sch = s.target().schema();
+    let k = key_cte(sch);
+    let (auto, custom) = id_params(id);
+    // Each arm: the statement, its parameters after ($1 queue, $2 auto key, $3 custom id,
+    // $4 id), and the state the job must be in (for the error when nothing changed).
+    let both = |set: &str, ev: &str| {
+        format!(
+            "WITH {k}, a AS (
+                UPDATE {sch}.jobs SET {set} WHERE queue = $1 AND key = (SELECT key FROM k)
+                RETURNING logs
+            ), b AS (
+                UPDATE {sch}.finished SET {set} WHERE queue = $1 AND key = (SELECT key FROM k)
+                RETURNING logs
+            ), changed AS (SELECT * FROM a UNION ALL SELECT * FROM b){ev}
+            SELECT COALESCE(jsonb_array_length(logs::jsonb), 0) FROM changed"
+        )
+    };
+    type Want = Option<(&'static str, JobState)>;
+    let (sql, extra, want): (String, Vec<Box<dyn ToSql + Sync + Send>>, Want) = match change {
+        JobChange::Progress(p) => (
+            both(
+                "progress = $5",
+                &format!(
+                    ", ev AS (INSERT INTO {sch}.events (queue, event, payload)
+                        SELECT $1, 'progress', json_build_array(json_build_object(
+                            'id', $4::text, 'data', $5::json))::text
+                        FROM changed)"
+                ),
+            ),
+            vec![Box::new(String::from(p))],
+            None,
+        ),
+        JobChange::Log { row, keep } => (
+            both(
+                "logs = (SELECT jsonb_agg(x ORDER BY n)::text FROM (
+                        SELECT x, n FROM jsonb_array_elements(
+                            COALESCE(logs, '[]')::jsonb || jsonb_build_array($5::text)
+                        ) WITH ORDINALITY AS e(x, n)
+                        ORDER BY n DESC LIMIT $6) newest)",
+                "",
+            ),
+            vec![
+                Box::new(String::from(row)),
+                Box::new((keep > 0).then_some(keep.min(i64::MAX as usize) as i64)),
+            ],
+            None,
+        ),
+        JobChange::Data(d) => (both("data = $5", ""), vec![Box::new(String::from(d))], None),
+        JobChange::Priority { priority, lifo } => (
+            format!(
+                "WITH {k}, o AS (
+                        UPDATE {sch}.queues SET order_seq = order_seq + 1 WHERE name = $1
+                        RETURNING order_seq
+                    ), changed AS (
+                        UPDATE {sch}.jobs j
+                        SET priority = $5,
+                            state = CASE WHEN j.state IN (0, 1)
+                                         THEN CASE WHEN $5 > 0 THEN 1 ELSE 0 END
+                                         ELSE j.state END,
+                            ord = CASE WHEN j.state IN (0, 1)
+                                       THEN CASE WHEN $6 THEN -o.order_seq ELSE o.order_seq END
+                                       ELSE j.ord END
+                        FROM o WHERE j.queue = $1 AND j.key = (SELECT key FROM k)
+                        RETURNING logs
+                    ), b AS (
+                        UPDATE {sch}.finished SET priority = $5
+                        WHERE queue = $1 AND key = (SELECT key FROM k)
+                        RETURNING logs
+                    )
+                    SELECT 0 FROM changed UNION ALL SELECT 0 FROM b"
+            ),
+            vec![
+                Box::new(priority.min(i32::MAX as u32) as i32),
+                Box::new(lifo),
+            ],
+            None,
+        ),
+        JobChange::Delay(d) => (
+            format!(
+                "WITH {k}, changed AS (
+                        UPDATE {sch}.jobs
+                        SET run_at = clock_timestamp() + $5::int8 * interval '1 millisecond',
+                            delay = $5
+                        WHERE queue = $1 AND key = (SELECT key FROM k) AND state = 2
+                        RETURNING run_at
+                    ), ev AS (
+                        INSERT INTO {sch}.events (queue, event, payload)
+                        SELECT $1, 'delayed', json_build_array(json_build_object(
+                            'id', $4::text, 'at', {at}))::text
+                        FROM changed
+                    )
+                    SELECT 0 FROM changed",
+                at = crate::jobs::ms("run_at"),
+            ),
+            vec![Box::new(d.min(i64::MAX as u64) as i64)],
+            Some(("changeDelay", JobState::Delayed)),
+        ),
+        JobChange::Promote => (
+            format!(
+                "WITH {k}, o AS (
+                        UPDATE {sch}.queues SET order_seq = order_seq + 1 WHERE name = $1
+                        RETURNING order_seq
+                    ), changed AS (
+                        UPDATE {sch}.jobs j
+                        SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END, run_at = NULL,
+                            delay = 0, ord = o.order_seq
+                        FROM o WHERE j.queue = $1 AND j.key = (SELECT key FROM k) AND j.state = 2
+                        RETURNING j.key
+                    ), ev AS (
+                        INSERT INTO {sch}.events (queue, event, payload)
+                        SELECT $1, 'waiting', json_build_array(json_build_object(
+                            'id', $4::text, 'prev', 'delayed'))::text
+                        FROM changed
+                    )
+                    SELECT 0 FROM changed"
+            ),
+            Vec::new(),
+            Some(("promote", JobState::Delayed)),
+        ),
+        JobChange::Retry {
+            from,
+            reset_attempts,
+        } => {
+            if !matches!(from, JobState::Failed | JobState::Completed) {
+                return Err(EngineError::range(
+                    "state",
+                    format!("must be 'failed' or 'completed', got '{}'", from.as_str()),
+                ));
+            }
+            (
+                format!(
+                    "WITH {k}, back AS (
+                            DELETE FROM {sch}.finished
+                            WHERE queue = $1 AND key = (SELECT key FROM k) AND state = $5
+                            RETURNING *
+                        ), o AS (
+                            UPDATE {sch}.queues SET order_seq = order_seq + 1 WHERE name = $1
+                            RETURNING order_seq
+                        ), ins AS (
+                            INSERT INTO {sch}.jobs (queue, key, custom_id, name, data, opts, state,
+                                priority, ord, delay, timestamp, attempts_made, attempts_started,
+                                stalled_counter, progress, stacktrace, logs)
+                            SELECT queue, key, custom_id, name, data, opts,
+                                   CASE WHEN priority > 0 THEN 1 ELSE 0 END, priority,
+                                   o.order_seq, delay, timestamp,
+                                   CASE WHEN $6 THEN 0 ELSE attempts_made END,
+                                   CASE WHEN $6 THEN 0 ELSE attempts_started END,
+                                   stalled_counter, progress, stacktrace, logs
+                            FROM back, o
+                            RETURNING key
+                        ), ev AS (
+                            INSERT INTO {sch}.events (queue, event, payload)
+                            SELECT $1, 'waiting', json_build_array(json_build_object(
+                                'id', $4::text, 'prev', $7::text))::text
+                            FROM ins
+                        )
+                        SELECT 0 FROM ins"
+                ),
+                vec![
+                    Box::new(state_number(from)),
+                    Box::new(reset_attempts),
+                    Box::new(from.as_str().to_string()),
+                ],
+                Some(("retry", from)),
+            )
+        }
+    };
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&queue, &auto, &custom, &id];
+    for p in &extra {
+        params.push(p.as_ref() as &(dyn ToSql + Sync));
+    }
+    let c = s.pool.get().await?;
+    let rows = c
+        .query(s.target(), "cannot change a job", &sql, &params)
+        .await?;
+    if let Some(r) = rows.first() {
+        s.wake(queue);
+        return Ok(r.get::<_, i32>(0).max(0) as usize);
+    }
+    match (state_for_error(s, queue, id).await?, want) {
+        (Some(state), Some((operation, expected))) => Err(EngineError::InvalidState {
+            id: id.to_string(),
+            state: state.as_str(),
+            operation,
+            expected: expected.as_str(),
+        }),
+        _ => Err(EngineError::JobNotFound(id.to_string())),
+    }
+}

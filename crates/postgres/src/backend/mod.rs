@@ -1,0 +1,471 @@
+//! PostgreSQL as a [`Backend`]: every answer is `Reply::Later` (a round trip), resolved only
+//! once the change is committed, so commit tickets never matter (`is_durable` is false: nothing
+//! waits for a ticket). The backend runs its own small tokio runtime: its connections, the
+//! listener of wake-up hints, the event feed and the periodic work live there, whoever awaits
+//! the answers.
+//!
+//! What lives where:
+//! - `work.rs`: take, pull (woken by `NOTIFY`), acks (retry and backoff decided here, from each
+//!   job's options, as the embedded engine decides them);
+//! - `read.rs`: getters, counts, pages, logs;
+//! - `admin.rs`: pause, resume, drain, clean, obliterate, remove and changes of one job;
+//! - `feed.rs`: the listener connection and QueueEvents' feed;
+//! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims) and lease
+//!   renewal.
+
+mod admin;
+mod feed;
+mod read;
+mod upkeep;
+mod work;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroqueue_engine::application::events::Notifier;
+use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use ferroqueue_engine::domain::event::Event;
+use ferroqueue_engine::domain::job::{JobPolicy, JobState};
+use ferroqueue_engine::domain::listing::StateFilter;
+use ferroqueue_engine::domain::queue_name::qualified_name;
+use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::connect::Target;
+use crate::pool::Pool;
+
+/// Longest a change waits for a subscription made before it to take effect.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+
+/// How to open a PostgreSQL backend.
+pub struct PgConfig {
+    pub target: Target,
+    /// Connections shared by the backend's calls (default 4).
+    pub max_connections: usize,
+    /// How records and events are written for the caller.
+    pub wire: Arc<dyn Wire>,
+    /// The lease of an activation, ms (BullMQ's `lockDuration` default, 30 s).
+    pub lease_ms: i64,
+    /// How often the elected process promotes, sweeps and trims when nothing wakes it.
+    pub upkeep_every: Duration,
+}
+
+impl PgConfig {
+    /// Defaults for `target`, writing with `wire`.
+    pub fn new(target: Target, wire: Arc<dyn Wire>) -> PgConfig {
+        PgConfig {
+            target,
+            max_connections: 4,
+            wire,
+            lease_ms: 30_000,
+            upkeep_every: Duration::from_secs(1),
+        }
+    }
+}
+
+/// An activation this process holds: what its ack needs to decide a retry.
+#[derive(Debug, Clone)]
+struct Held {
+    queue: Arc<str>,
+    key: i64,
+    attempts_made: u32,
+    policy: Option<JobPolicy>,
+}
+
+/// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when
+/// none was pending.
+#[derive(Default)]
+struct Cancel {
+    notify: Notify,
+    armed: AtomicBool,
+}
+
+/// A puller of a queue.
+type Puller = (Arc<str>, u32);
+
+/// What the backend's tasks share.
+struct Shared {
+    pool: Pool,
+    wire: Arc<dyn Wire>,
+    lease_ms: i64,
+    upkeep_every: Duration,
+    /// Activations by token.
+    held: Mutex<HashMap<i64, Held>>,
+    /// Wakes the pulls of a queue (a `NOTIFY` hint, or a change made here).
+    ready: Mutex<HashMap<Arc<str>, Arc<Notify>>>,
+    cancels: Mutex<HashMap<Puller, Arc<Cancel>>>,
+    /// Listeners per queue (QueueEvents, workers' event listeners).
+    listeners: Mutex<HashMap<Arc<str>, usize>>,
+    /// Events read from the feed, not yet drained.
+    events: Mutex<Vec<Event>>,
+    notifier: Mutex<Option<Notifier>>,
+    /// Wakes the feed reader (a `NOTIFY` hint, or a new listener).
+    feed: Notify,
+    /// Wakes the periodic work (a delayed job was added).
+    upkeep: Notify,
+    closed: AtomicBool,
+    /// Subscriptions made (each `subscribe` counts one) and those the feed reader has taken in
+    /// (its cursor is placed): a change made after a subscribe waits for it, so that a
+    /// QueueEvents hears every change its process makes after it was created.
+    subs_wanted: AtomicU64,
+    subs_ready: tokio::sync::watch::Sender<u64>,
+    /// Draws the jitter of backoffs.
+    rng: Mutex<u64>,
+}
+
+impl Shared {
+    fn target(&self) -> &Target {
+        self.pool.target()
+    }
+
+    fn ready_of(&self, queue: &Arc<str>) -> Arc<Notify> {
+        self.ready.lock().entry(queue.clone()).or_default().clone()
+    }
+
+    fn wake(&self, queue: &str) {
+        if let Some(n) = self.ready.lock().get(queue) {
+            n.notify_waiters();
+        }
+    }
+
+    fn wake_all(&self) {
+        for n in self.ready.lock().values() {
+            n.notify_waiters();
+        }
+    }
+
+    fn cancel_of(&self, queue: &Arc<str>, puller: u32) -> Arc<Cancel> {
+        self.cancels
+            .lock()
+            .entry((queue.clone(), puller))
+            .or_default()
+            .clone()
+    }
+
+    /// A number in [0, 1) (xorshift64*).
+    fn unit(&self) -> f64 {
+        let mut s = self.rng.lock();
+        *s ^= *s >> 12;
+        *s ^= *s << 25;
+        *s ^= *s >> 27;
+        let v = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (v >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(EngineError::QueueClosed("(PostgreSQL backend)".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The PostgreSQL backend.
+pub struct PgBackend {
+    shared: Arc<Shared>,
+    rt: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+}
+
+impl PgBackend {
+    /// Opens the backend: starts its runtime and its background tasks. Connecting (and
+    /// migrating) happens on the first call, whose answer carries any connection error.
+    ///
+    /// Errors: `ERR_INTERNAL` when the runtime's threads cannot be started.
+    pub fn open(config: PgConfig) -> Result<PgBackend> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ferroqueue-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9E37_79B9, |d| d.as_nanos() as u64)
+            | 1;
+        let shared = Arc::new(Shared {
+            pool: Pool::new(config.target, config.max_connections),
+            wire: config.wire,
+            lease_ms: config.lease_ms,
+            upkeep_every: config.upkeep_every,
+            held: Mutex::new(HashMap::new()),
+            ready: Mutex::new(HashMap::new()),
+            cancels: Mutex::new(HashMap::new()),
+            listeners: Mutex::new(HashMap::new()),
+            events: Mutex::new(Vec::new()),
+            notifier: Mutex::new(None),
+            feed: Notify::new(),
+            upkeep: Notify::new(),
+            closed: AtomicBool::new(false),
+            subs_wanted: AtomicU64::new(0),
+            subs_ready: tokio::sync::watch::Sender::new(0),
+            rng: Mutex::new(seed),
+        });
+        let handle = rt.handle().clone();
+        handle.spawn(feed::listen(shared.clone()));
+        handle.spawn(feed::read(shared.clone()));
+        handle.spawn(upkeep::run(shared.clone()));
+        handle.spawn(upkeep::renew(shared.clone()));
+        Ok(PgBackend {
+            shared,
+            rt: Mutex::new(Some(rt)),
+            handle,
+        })
+    }
+
+    /// Runs `f` on the backend's runtime; the answer is pending until it is done.
+    fn run<T, F>(&self, f: impl FnOnce(Arc<Shared>) -> F) -> Reply<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        if let Err(e) = self.shared.check_open() {
+            return Reply::Now(Err(e));
+        }
+        let wanted = self.shared.subs_wanted.load(Ordering::Acquire);
+        let mut gate =
+            (wanted > *self.shared.subs_ready.borrow()).then(|| self.shared.subs_ready.subscribe());
+        let work = f(self.shared.clone());
+        let task = self.handle.spawn(async move {
+            if let Some(rx) = gate.as_mut() {
+                // Bounded: without a database the feed never starts, and the call itself will
+                // say why.
+                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
+            }
+            work.await
+        });
+        Reply::later(async move {
+            task.await.map_err(|e| {
+                EngineError::Internal(format!("a PostgreSQL call did not finish: {e}"))
+            })?
+        })
+    }
+}
+
+impl Drop for PgBackend {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        if let Some(rt) = self.rt.lock().take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Backend for PgBackend {
+    fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
+        Ok(QueueRef::new(Arc::from(qualified_name(prefix, name)?), 0))
+    }
+
+    fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move {
+            let mut added = work::add(&s, &q, vec![job]).await?;
+            added
+                .pop()
+                .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
+        })
+    }
+
+    fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { work::add(&s, &q, jobs).await })
+    }
+
+    fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { work::take(&s, &q, max).await })
+    }
+
+    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String> {
+        let q = q.name_arc().clone();
+        match self.run(move |s| async move { work::pull(&s, &q, puller, max, timeout).await }) {
+            Reply::Now(r) => Box::pin(async move { r }),
+            Reply::Later(p) => p,
+        }
+    }
+
+    fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {
+        let c = self.shared.cancel_of(q.name_arc(), puller);
+        c.armed.store(true, Ordering::Release);
+        c.notify.notify_waiters();
+        Ok(())
+    }
+
+    fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { work::ack(&s, &q, acks).await })
+    }
+
+    fn take_stalled(&self, _q: &QueueRef) -> Reply<Vec<String>> {
+        // Expired leases are swept by the elected process (upkeep.rs); nothing is found
+        // active at an open here.
+        Reply::Now(Ok(Vec::new()))
+    }
+
+    fn job(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { read::record(&s, &q, &id).await })
+    }
+
+    fn state(&self, q: &QueueRef, id: &str) -> Reply<Option<JobState>> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { read::state(&s, &q, &id).await })
+    }
+
+    fn jobs(&self, q: &QueueRef, states: Vec<StateFilter>, page: Page) -> Reply<String> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { read::page(&s, &q, &states, page).await })
+    }
+
+    fn counts(&self, q: &QueueRef, states: Vec<StateFilter>) -> Reply<Vec<usize>> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { read::counts(&s, &q, &states).await })
+    }
+
+    fn count(&self, q: &QueueRef) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move {
+            let states = [JobState::Waiting, JobState::Prioritized, JobState::Delayed]
+                .map(StateFilter::State);
+            Ok(read::counts(&s, &q, &states).await?.iter().sum())
+        })
+    }
+
+    fn is_paused(&self, q: &QueueRef) -> Reply<bool> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { read::is_paused(&s, &q).await })
+    }
+
+    fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { read::logs(&s, &q, &id, page).await })
+    }
+
+    fn pause(&self, q: &QueueRef) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::set_paused(&s, &q, true).await })
+    }
+
+    fn resume(&self, q: &QueueRef) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::set_paused(&s, &q, false).await })
+    }
+
+    fn drain(&self, q: &QueueRef, delayed: bool) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::drain(&s, &q, delayed).await })
+    }
+
+    fn clean(
+        &self,
+        q: &QueueRef,
+        grace: u64,
+        limit: usize,
+        state: StateFilter,
+    ) -> Reply<Vec<String>> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::clean(&s, &q, grace, limit, state).await })
+    }
+
+    fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::obliterate(&s, &q, force).await })
+    }
+
+    fn remove(&self, q: &QueueRef, id: &str) -> Reply<bool> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { admin::remove(&s, &q, &id).await })
+    }
+
+    fn change(&self, q: &QueueRef, id: &str, change: JobChange) -> Reply<usize> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { admin::change(&s, &q, &id, change).await })
+    }
+
+    fn subscribe(&self, q: &QueueRef) -> Result<()> {
+        self.shared.check_open()?;
+        *self
+            .shared
+            .listeners
+            .lock()
+            .entry(q.name_arc().clone())
+            .or_default() += 1;
+        self.shared.subs_wanted.fetch_add(1, Ordering::AcqRel);
+        self.shared.feed.notify_one();
+        Ok(())
+    }
+
+    fn unsubscribe(&self, q: &QueueRef) -> Result<()> {
+        let mut l = self.shared.listeners.lock();
+        if let Some(n) = l.get_mut(q.name()) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                l.remove(q.name());
+            }
+        }
+        Ok(())
+    }
+
+    fn set_event_notifier(&self, n: Option<Notifier>) {
+        *self.shared.notifier.lock() = n;
+    }
+
+    fn drain_events_json(&self) -> String {
+        let events = std::mem::take(&mut *self.shared.events.lock());
+        ferroqueue_engine::wire::events(&*self.shared.wire, &events)
+    }
+
+    fn ticket(&self) -> u64 {
+        0
+    }
+
+    fn committed(&self) -> u64 {
+        0
+    }
+
+    fn set_commit_notifier(&self, _n: Option<Notifier>) {}
+
+    fn take_commit_notice(&self) -> u64 {
+        0
+    }
+
+    fn failure(&self) -> Option<EngineError> {
+        None
+    }
+
+    fn require_fsync(&self) {}
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    fn close(&self) -> Pending<()> {
+        let was = self.shared.closed.swap(true, Ordering::AcqRel);
+        let shared = self.shared.clone();
+        let handle = self.handle.clone();
+        Box::pin(async move {
+            if was {
+                return Ok(());
+            }
+            shared.wake_all();
+            for c in shared.cancels.lock().values() {
+                c.notify.notify_waiters();
+            }
+            shared.feed.notify_waiters();
+            shared.upkeep.notify_waiters();
+            let s = shared.clone();
+            // Connections close when dropped; the runtime itself stops when the backend is
+            // dropped.
+            let _ = handle.spawn(async move { s.pool.clear().await }).await;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! Periodic work. One process at a time is elected for the work that needs doing once
+//! (promoting due delayed jobs, sweeping expired leases, trimming old events): the holder of a
+//! session advisory lock on a connection of its own. When that process dies its connection
+//! closes, the lock goes with it, and another process takes it within a second. Each process
+//! renews the leases of its own activations.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroqueue_engine::structures::fnv1a;
+
+use super::Shared;
+use crate::connect::connect;
+use crate::leases::Lease;
+
+/// Jobs promoted or swept per statement.
+const BATCH: i64 = 1_000;
+
+/// Events older than this are trimmed (readers are live: a reader that falls this far behind
+/// has lost its process).
+const EVENTS_KEPT_MS: i64 = 5 * 60 * 1_000;
+
+/// How many times a job may stall before it fails (BullMQ's `maxStalledCount` default).
+const MAX_STALLED: i32 = 1;
+
+/// How often the leader sweeps expired leases.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The advisory lock of the elected process (distinct from the migration lock).
+fn leader_key(schema: &str) -> i64 {
+    i64::from(fnv1a(format!("ferroqueue-leader:{schema}").as_bytes()))
+}
+
+/// Runs until the backend closes: tries to become the elected process, then does its work.
+pub(super) async fn run(s: Arc<Shared>) {
+    while !s.closed.load(Ordering::Acquire) {
+        if lead(&s).await.is_err() && !s.closed.load(Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// One term: connects, waits to hold the lock (trying every second), then works until the
+/// connection fails or the backend closes.
+async fn lead(s: &Shared) -> Result<(), ()> {
+    s.pool.migrated().await.map_err(|_| ())?;
+    let t = s.target();
+    let lock = connect(t).await.map_err(|_| ())?;
+    let key = leader_key(t.schema());
+    loop {
+        if s.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let row = lock
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .await
+            .map_err(|_| ())?;
+        if row.get::<_, bool>(0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let next_due = format!(
+        "SELECT {} FROM {}.jobs WHERE state = 2",
+        crate::jobs::ms("min(run_at)"),
+        t.schema()
+    );
+    let mut last_sweep = tokio::time::Instant::now() - SWEEP_EVERY;
+    while !s.closed.load(Ordering::Acquire) {
+        if lock.is_closed() {
+            return Err(());
+        }
+        let c = s.pool.get().await.map_err(|_| ())?;
+        loop {
+            let promoted = c
+                .jobs
+                .promote_due(&c.client, t, BATCH)
+                .await
+                .map_err(|_| ())?;
+            if (promoted.len() as i64) < BATCH {
+                break;
+            }
+        }
+        if last_sweep.elapsed() >= SWEEP_EVERY {
+            last_sweep = tokio::time::Instant::now();
+            c.leases
+                .sweep(&c.client, t, BATCH, MAX_STALLED)
+                .await
+                .map_err(|_| ())?;
+            c.events
+                .trim(&c.client, t, EVENTS_KEPT_MS)
+                .await
+                .map_err(|_| ())?;
+        }
+        // Sleep until the earliest delayed job is due, at most `upkeep_every`; a new delayed
+        // job anywhere wakes this early (the `_delayed` hint).
+        let rows = c
+            .query(t, "cannot read the next run time", &next_due, &[])
+            .await
+            .map_err(|_| ())?;
+        let due: Option<i64> = rows.first().and_then(|r| r.get(0));
+        let now = now_ms();
+        let wait = match due {
+            Some(at) => Duration::from_millis((at - now).clamp(1, i64::MAX) as u64),
+            None => s.upkeep_every,
+        }
+        .min(s.upkeep_every);
+        let _ = tokio::time::timeout(wait, s.upkeep.notified()).await;
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Renews the leases of this process's activations every third of the lease, in one statement.
+pub(super) async fn renew(s: Arc<Shared>) {
+    let every = Duration::from_millis((s.lease_ms / 3).max(100) as u64);
+    while !s.closed.load(Ordering::Acquire) {
+        tokio::time::sleep(every).await;
+        let leases: Vec<Lease> = s
+            .held
+            .lock()
+            .iter()
+            .map(|(token, h)| Lease {
+                queue: h.queue.to_string(),
+                key: h.key,
+                token: *token,
+            })
+            .collect();
+        if leases.is_empty() {
+            continue;
+        }
+        if let Ok(c) = s.pool.get().await {
+            let _ = c
+                .leases
+                .renew(&c.client, s.target(), &leases, s.lease_ms)
+                .await;
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! The hot path: adds, claims (take and the long-poll pull) and acks. Retries and retention are
+//! decided here from each job's options, as the embedded engine decides them (`ack.rs` of the
+//! domain), then written in one statement per kind of outcome.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::wire::push_record;
+use ferroqueue_engine::{Ack, AckResult, Added, EngineError, KeepJobs, NewJob, Outcome, Result};
+
+use super::{Held, Shared};
+use crate::acks::{Completion, Failed, Failure};
+use crate::jobs::{AddedRow, NewRow, NOW_MS};
+use crate::record::state_number;
+
+/// Adds jobs, all or none; answers each, in order.
+pub(super) async fn add(s: &Shared, queue: &Arc<str>, jobs: Vec<NewJob>) -> Result<Vec<Added>> {
+    let rows: Vec<NewRow> = jobs
+        .into_iter()
+        .map(|j| NewRow {
+            name: j.name,
+            data: j.data.into(),
+            opts: j.opts_json.map(String::from),
+            priority: j.opts.priority as i32,
+            delay: j.opts.delay.min(i64::MAX as u64) as i64,
+            lifo: j.opts.lifo,
+            timestamp: j.timestamp.min(i64::MAX as u64) as i64,
+            custom_id: j.opts.job_id.map(String::from),
+        })
+        .collect();
+    let c = s.pool.get().await?;
+    let got = c.jobs.add_bulk(&c.client, s.target(), queue, &rows).await?;
+    let mut first_of: HashMap<&str, u64> = HashMap::new();
+    let mut out = Vec::with_capacity(got.len());
+    for (row, added) in rows.iter().zip(got) {
+        out.push(match added {
+            AddedRow::New(key) => {
+                if let Some(id) = row.custom_id.as_deref() {
+                    first_of.entry(id).or_insert(key as u64);
+                }
+                Added::New(key as u64)
+            }
+            AddedRow::Duplicate(Some(key)) => Added::Duplicate(key as u64),
+            AddedRow::Duplicate(None) => {
+                let earlier = row.custom_id.as_deref().and_then(|id| first_of.get(id));
+                match earlier {
+                    Some(&key) => Added::Duplicate(key),
+                    None => {
+                        return Err(EngineError::Internal("a duplicate without its job".into()))
+                    }
+                }
+            }
+        });
+    }
+    if rows.iter().any(|r| r.delay > 0) {
+        s.upkeep.notify_one();
+    }
+    s.wake(queue);
+    Ok(out)
+}
+
+/// Activates up to `max` ready jobs: a JSON array of records for a worker.
+pub(super) async fn take(s: &Shared, queue: &Arc<str>, max: usize) -> Result<String> {
+    let mut out = String::from("[");
+    if max > 0 {
+        let c = s.pool.get().await?;
+        let max = max.min(10_000) as i64;
+        let claimed = c
+            .jobs
+            .claim(&c.client, s.target(), queue, max, s.lease_ms)
+            .await?;
+        let mut held = s.held.lock();
+        for j in &claimed {
+            held.insert(
+                j.token,
+                Held {
+                    queue: queue.clone(),
+                    key: j.key,
+                    attempts_made: j.job.attempts_made,
+                    policy: j.job.policy().cloned(),
+                },
+            );
+            push_record(&*s.wire, &j.job, true, &mut out);
+        }
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// Like [`take`], waiting up to `timeout` for jobs (woken by hints, never polling); empty on
+/// timeout, cancellation or close.
+pub(super) async fn pull(
+    s: &Shared,
+    queue: &Arc<str>,
+    puller: u32,
+    max: usize,
+    timeout: Duration,
+) -> Result<String> {
+    let cancel = s.cancel_of(queue, puller);
+    if cancel.armed.swap(false, Ordering::AcqRel) {
+        return Ok("[]".into());
+    }
+    let ready = s.ready_of(queue);
+    let end = tokio::time::Instant::now() + timeout;
+    let cancelled = cancel.notify.notified();
+    tokio::pin!(cancelled);
+    cancelled.as_mut().enable();
+    loop {
+        // Registered before the claim: a hint that arrives while it runs is not lost.
+        let woken = ready.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let got = take(s, queue, max).await?;
+        if got.len() > 2 || s.closed.load(Ordering::Acquire) {
+            return Ok(got);
+        }
+        tokio::select! {
+            _ = &mut woken => {}
+            _ = &mut cancelled => {
+                cancel.armed.store(false, Ordering::Release);
+                return Ok("[]".into());
+            }
+            _ = tokio::time::sleep_until(end) => return Ok("[]".into()),
+        }
+    }
+}
+
+/// The retention rule of a finished job: its own, else the worker's.
+fn rule(own: Option<KeepJobs>, worker: Option<KeepJobs>) -> Option<KeepJobs> {
+    own.or(worker)
+}
+
+/// Whether a rule keeps the job that just finished (`true` and a count of 0 remove it).
+fn keeps(rule: Option<KeepJobs>) -> bool {
+    !matches!(
+        rule,
+        Some(KeepJobs::None) | Some(KeepJobs::Bounded { count: Some(0), .. })
+    )
+}
+
+/// Finishes activations; results in input order.
+pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<Vec<AckResult>> {
+    let mut results = vec![AckResult::Stale; acks.len()];
+    let mut done: Vec<(usize, Completion)> = Vec::new();
+    let mut failed: Vec<(usize, Failure, u64)> = Vec::new();
+    let mut given: Vec<(usize, (i64, i64))> = Vec::new();
+    let mut bounds: Vec<(JobState, KeepJobs)> = Vec::new();
+    {
+        let held = s.held.lock();
+        for (i, a) in acks.into_iter().enumerate() {
+            let token = a.token.min(i64::MAX as u64) as i64;
+            let Some(h) = held.get(&token).filter(|h| &h.queue == queue) else {
+                continue;
+            };
+            let policy = h.policy.as_ref();
+            match a.outcome {
+                Outcome::Completed(rv) => {
+                    let r = rule(policy.and_then(|p| p.remove_on_complete), a.keep);
+                    if let Some(b @ KeepJobs::Bounded { .. }) = r {
+                        bounds.push((JobState::Completed, b));
+                    }
+                    done.push((
+                        i,
+                        Completion {
+                            key: h.key,
+                            token,
+                            returnvalue: rv.into(),
+                            keep: keeps(r),
+                        },
+                    ));
+                }
+                Outcome::Failed {
+                    reason,
+                    stack,
+                    unrecoverable,
+                    delay,
+                } => {
+                    let made = h.attempts_made + 1;
+                    let attempts = policy.map_or(1, |p| p.attempts);
+                    let exhausted = made >= attempts;
+                    let retry = (!unrecoverable && !exhausted).then(|| {
+                        delay.unwrap_or_else(|| {
+                            let backoff = policy.and_then(|p| p.backoff);
+                            backoff.map_or(0, |b| b.delay_with_jitter(made, s.unit()))
+                        })
+                    });
+                    let r = rule(policy.and_then(|p| p.remove_on_fail), a.keep);
+                    if let (None, Some(b @ KeepJobs::Bounded { .. })) = (retry, r) {
+                        bounds.push((JobState::Failed, b));
+                    }
+                    failed.push((
+                        i,
+                        Failure {
+                            key: h.key,
+                            token,
+                            reason: reason.into(),
+                            stack: stack.map(String::from),
+                            retry_in: retry.map(|d| d.min(i64::MAX as u64) as i64),
+                            exhausted,
+                            keep: keeps(r),
+                        },
+                        retry.unwrap_or(0),
+                    ));
+                }
+                Outcome::Released => given.push((i, (h.key, token))),
+            }
+        }
+    }
+    let c = s.pool.get().await?;
+    let t = s.target();
+    let completions: Vec<Completion> = done.iter().map(|d| d.1.clone()).collect();
+    let failures: Vec<Failure> = failed.iter().map(|f| f.1.clone()).collect();
+    let releases: Vec<(i64, i64)> = given.iter().map(|g| g.1).collect();
+    // One round trip for all three: tokio-postgres pipelines them on the connection.
+    let (completed, fails, released) = tokio::join!(
+        c.jobs.acks.complete(&c.client, t, queue, &completions),
+        c.jobs.acks.fail(&c.client, t, queue, &failures),
+        c.jobs.acks.release(&c.client, t, queue, &releases),
+    );
+    let (completed, fails, released) = (completed?, fails?, released?);
+    {
+        let mut held = s.held.lock();
+        for (_, d) in &done {
+            held.remove(&d.token);
+        }
+        for (_, f, _) in &failed {
+            held.remove(&f.token);
+        }
+        for (_, g) in &given {
+            held.remove(&g.1);
+        }
+    }
+    for (i, d) in &done {
+        if completed.contains(&d.key) {
+            results[*i] = AckResult::Completed;
+        }
+    }
+    for (i, f, delay) in &failed {
+        if fails.contains(&Failed::Retrying(f.key)) {
+            results[*i] = AckResult::Retrying { delay: *delay };
+        } else if fails.contains(&Failed::Final(f.key)) {
+            results[*i] = AckResult::Failed;
+        }
+    }
+    for (i, g) in &given {
+        if released.contains(&g.0) {
+            results[*i] = AckResult::Released;
+        }
+    }
+    if !released.is_empty() || fails.iter().any(|f| matches!(f, Failed::Retrying(_))) {
+        s.wake(queue);
+    }
+    if failed.iter().any(|f| f.2 > 0) {
+        s.upkeep.notify_one();
+    }
+    bounds.dedup();
+    for (state, b) in bounds {
+        trim(s, queue, state, b).await?;
+    }
+    Ok(results)
+}
+
+/// Applies a bounded retention rule (`removeOnComplete: { count, age }`) to a finished state.
+async fn trim(s: &Shared, queue: &str, state: JobState, rule: KeepJobs) -> Result<()> {
+    let KeepJobs::Bounded { count, age_secs } = rule else {
+        return Ok(());
+    };
+    let sch = s.target().schema();
+    let sql = format!(
+        "WITH cut AS (
+            SELECT seq FROM {sch}.finished WHERE queue = $1 AND state = $2
+            ORDER BY seq DESC OFFSET $3 LIMIT 1
+        ), gone AS (
+            DELETE FROM {sch}.finished f
+            WHERE f.queue = $1 AND f.state = $2
+              AND (($3::int8 IS NOT NULL AND f.seq <= (SELECT seq FROM cut))
+                   OR ($4::int8 IS NOT NULL AND f.finished_on < {NOW_MS} - $4::int8 * 1000))
+            RETURNING f.custom_id
+        ), ids AS (
+            DELETE FROM {sch}.job_ids i USING gone
+            WHERE i.queue = $1 AND i.custom_id = gone.custom_id
+        )
+        SELECT count(*) FROM gone"
+    );
+    let count = count.map(|n| n.min(i64::MAX as u64) as i64);
+    let age = age_secs.map(|n| n.min(i64::MAX as u64 / 1000) as i64);
+    let c = s.pool.get().await?;
+    c.query(
+        s.target(),
+        "cannot apply the retention rule",
+        &sql,
+        &[&queue, &state_number(state), &count, &age],
+    )
+    .await?;
+    Ok(())
+}
