@@ -48,12 +48,27 @@ export interface JobsOptions {
 /** When a changing call's promise resolves on a durable queue. */
 export type Durability = 'commit' | 'fsync' | 'buffered'
 
+/** A PostgreSQL database to keep queues in, shared by any number of processes and machines. */
+export interface PostgresConnection {
+  /** `postgresql://user:password@host:5432/database` */
+  connectionString: string
+  /** The schema ferroqueue creates and migrates its tables in (default `'ferroqueue'`). */
+  schema?: string
+  /** Connections this process opens for its calls, 1..=64 (default 4). */
+  max?: number
+}
+
 export interface QueueBaseOptions {
   /**
    * The SQLite file that makes the queue durable (default: env FERROQUEUE_DATA_PATH; without
    * either, in memory). Every object of a process on the same file shares one engine.
    */
   dataPath?: string
+  /**
+   * A PostgreSQL URL or connection (default: env FERROQUEUE_POSTGRES_URL): queues shared by
+   * every process that connects to the same database and schema. Not with `dataPath`.
+   */
+  connection?: string | PostgresConnection
   /**
    * 'commit' (default): promises resolve once the change is committed (survives a process crash);
    * 'fsync': once it is fsynced (survives power loss); 'buffered': at once, committed right after.

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Queue, Worker, QueueEvents } from '../index.mjs'
-import { once, waitFor } from './helpers.mjs'
+import { once, waitFor, thrown, expectError } from './helpers.mjs'
 
 const holdChild = fileURLToPath(new URL('./fixtures/hold-child.mjs', import.meta.url))
 let dir
@@ -45,15 +45,6 @@ function kill(p) {
     p.on('exit', resolve)
     p.kill('SIGKILL')
   })
-}
-
-function thrown(fn) {
-  try {
-    fn()
-  } catch (e) {
-    return e
-  }
-  throw new Error('expected a throw')
 }
 
 describe('durable queues', () => {
@@ -150,14 +141,21 @@ describe('durable queues', () => {
   it('takes the file from FERROQUEUE_DATA_PATH when no dataPath is given', async () => {
     const dataPath = join(dir, 'env.db')
     const saved = process.env.FERROQUEUE_DATA_PATH
+    // The suite's PostgreSQL run sets FERROQUEUE_POSTGRES_URL; both set is refused (tested below).
+    const url = process.env.FERROQUEUE_POSTGRES_URL
+    delete process.env.FERROQUEUE_POSTGRES_URL
     process.env.FERROQUEUE_DATA_PATH = dataPath
     try {
       const q = new Queue('env')
       await q.add('x', {})
       await q.close()
+      process.env.FERROQUEUE_POSTGRES_URL = 'postgresql://nobody@127.0.0.1:1/none'
+      expectError(thrown(() => new Queue('env')), RangeError, 'ERR_INVALID_OPTION', /FERROQUEUE_POSTGRES_URL and FERROQUEUE_DATA_PATH are both set/)
     } finally {
       if (saved === undefined) delete process.env.FERROQUEUE_DATA_PATH
       else process.env.FERROQUEUE_DATA_PATH = saved
+      if (url === undefined) delete process.env.FERROQUEUE_POSTGRES_URL
+      else process.env.FERROQUEUE_POSTGRES_URL = url
     }
     const q = track(new Queue('env', { dataPath }))
     expect(await q.count()).toBe(1)

@@ -4,7 +4,7 @@
 import { describe, it, expect, afterEach, beforeAll, afterAll } from 'vitest'
 import { createRequire } from 'node:module'
 import { Queue, Worker, QueueEvents, Job } from '../index.mjs'
-import { uniqueName, once, collect, openTracker, rejectsAtOnce, thrown, expectError, waitFor, delay } from './helpers.mjs'
+import { uniqueName, once, collect, openTracker, rejectsAtOnce, thrown, expectError, waitFor, delay, itExcept } from './helpers.mjs'
 
 const { fromBinding } = createRequire(import.meta.url)('../lib/errors.js')
 const { track, mkQueue, mkWorker } = openTracker('hostile', { Queue, Worker, QueueEvents }, afterEach)
@@ -280,7 +280,9 @@ describe('a large addBulk', () => {
 
 describe('memory', () => {
   // napi-rs's Float64Array::new never freed its buffer: addBulk leaked 8 bytes per job.
-  it('addBulk then drain leaves no memory behind', async () => {
+  // The leak was in the binding's answer at hand (a Float64Array); on PostgreSQL the answer is
+  // a promise of an array, and 100,000s of round trips would only measure the database.
+  itExcept('postgres', 'measures the answer at hand, which PostgreSQL does not give')('addBulk then drain leaves no memory behind', async () => {
     // vitest runs this file with --expose-gc (see vitest.config.mjs); Bun.gc(true) is synchronous.
     const gc = globalThis.Bun ? () => Bun.gc(true) : globalThis.gc
     expect(typeof gc).toBe('function')

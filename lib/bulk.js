@@ -6,7 +6,8 @@
 // million jobs never blocks the loop for long (~30 ms per slice here, instead of seconds):
 // every slice is checked first (types in JS; ranges by the engine's own rules, without adding),
 // and only then are the slices added, one native call each. So the batch is still all or none,
-// but a large one becomes visible to workers slice by slice.
+// but a large one becomes visible to workers slice by slice. On PostgreSQL each slice is its own
+// transaction: a failure of the database between slices leaves the earlier slices added.
 
 const { binding, fromBinding, isPending, native } = require('./native')
 const { typeError, inputError, textOf, isOurs } = require('./errors')
@@ -95,7 +96,10 @@ async function addBulk(queue, jobs) {
   for (let i = 0; i < slices.length; i++) {
     if (i > 0) await turn()
     queue._ensureOpen()
-    const c = call(binding.addBulk, queue._h, slices[i].text, now)
+    let c = call(binding.addBulk, queue._h, slices[i].text, now)
+    // A database round trip: the next slice goes once this one is in, so that ids follow the
+    // order of the batch (each slice is its own transaction there).
+    if (isPending(c) && i + 1 < slices.length) c = await native(c)
     // A pending answer is awaited below, after other awaits: mark it handled now, so that its
     // failure (the storage failed meanwhile) is never reported as an unhandled rejection.
     if (isPending(c)) c.catch(() => {})

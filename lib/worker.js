@@ -55,6 +55,8 @@ class Worker extends QueueHandle {
     this._closing = null
     this._pulling = false
     this._worked = false
+    /** Releases of jobs given back, still in flight. */
+    this._releasing = new Set()
     this._wake = null
     this._idle = null
     this._runPromise = null
@@ -161,6 +163,9 @@ class Worker extends QueueHandle {
       }
       if (text.length === 2) {
         if (this._active.size === 0 && this._emitting.size === 0) this._maybeDrained()
+        // A pending try (a database round trip) lets close() or pause() run meanwhile: they
+        // found no pull to cancel, so none may start now.
+        if (this._closing || this._paused) continue
         this._pulling = true
         try {
           text = await binding.pull(h, this._puller, free, this._pullTimeout)
@@ -324,15 +329,18 @@ class Worker extends QueueHandle {
       // settle the jobs when they are. If the answer fails (the storage failed, or the round
       // trip), the outcomes count as not recorded here; a durable backend delivers those jobs
       // again (at-least-once).
-      const p = results
-        .then(
-          (r) => this._acked(entries, r),
-          (e) => {
-            this._emitError(fromBinding(e))
-            this._acked(entries, new Array(entries.length).fill(Stale))
-          },
-        )
-        .finally(() => this._emitting.delete(p))
+      // Out of `_emitting` before settling, so that the last ack can see the worker drained.
+      const p = results.then(
+        (r) => {
+          this._emitting.delete(p)
+          this._acked(entries, r)
+        },
+        (e) => {
+          this._emitting.delete(p)
+          this._emitError(fromBinding(e))
+          this._acked(entries, new Array(entries.length).fill(Stale))
+        },
+      )
       this._emitting.add(p)
       return
     }
@@ -418,8 +426,12 @@ class Worker extends QueueHandle {
     const acks = jobs.map((j) => `{"id":${JSON.stringify(String(j.id))},"token":${j.token},"release":true}`)
     try {
       const r = binding.ack(this._h, '[' + acks.join(',') + ']')
-      // Held back (back-pressure) or a round trip: a failure is reported, never unhandled.
-      if (isPending(r)) r.catch((e) => this._emitError(fromBinding(e)))
+      // Held back (back-pressure) or a round trip: a failure is reported, never unhandled, and
+      // close() waits for it (the engine must not close under it).
+      if (isPending(r)) {
+        const p = r.catch((e) => this._emitError(fromBinding(e))).finally(() => this._releasing.delete(p))
+        this._releasing.add(p)
+      }
     } catch (e) {
       this._emitError(fromBinding(e))
     }
@@ -506,6 +518,7 @@ class Worker extends QueueHandle {
       if (this._runPromise) await this._runPromise
       if (!force) await this._whenIdle()
       while (this._emitting.size) await Promise.all([...this._emitting])
+      while (this._releasing.size) await Promise.all([...this._releasing])
       await this._closeHandle()
       this.emit('closed')
     })()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: Rust (engine + binding), then the JS suite on Node (vitest) and on Bun (bun test).
+# Every test: Rust (engine + binding + PostgreSQL), then the JS suite on Node (vitest) and on Bun
+# (bun test), on the embedded engine and again on PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,3 +35,8 @@ npx tsc -p __test__/types
 
 npx vitest run
 npx bun test --timeout 20000 ./__test__/
+
+# The same suite on PostgreSQL: every queue opened without dataPath or connection lives in the
+# test server (tests that do not apply there say why: itExcept in __test__/helpers.mjs).
+FERROQUEUE_POSTGRES_URL="$FERROQUEUE_TEST_POSTGRES_URL" npx vitest run
+FERROQUEUE_POSTGRES_URL="$FERROQUEUE_TEST_POSTGRES_URL" npx bun test --timeout 20000 ./__test__/

@@ -65,6 +65,8 @@ struct Registry {
     /// PostgreSQL backends by (URL, schema): every object of a process on the same database
     /// shares one.
     by_url: HashMap<(String, String), u32>,
+    /// Ids of the PostgreSQL backends (closed when their last user lets go, like files).
+    databases: std::collections::HashSet<u32>,
     /// Engines whose close is under way, by path, with the signal of its end.
     closing: HashMap<PathBuf, (Shared, Arc<Done>)>,
     queues: Vec<Option<(u32, Shared, QueueRef)>>,
@@ -77,6 +79,7 @@ fn registry() -> &'static RwLock<Registry> {
             engines: Vec::new(),
             by_path: HashMap::new(),
             by_url: HashMap::new(),
+            databases: std::collections::HashSet::new(),
             closing: HashMap::new(),
             queues: Vec::new(),
         })
@@ -210,6 +213,7 @@ pub fn open_postgres(
         let id = r.engines.len() as u32;
         r.engines.push(Some(backend));
         r.by_url.insert(key, id);
+        r.databases.insert(id);
         Ok(id)
     })
 }
@@ -256,8 +260,7 @@ async fn close(id: u32) -> Result<()> {
         let Some(Some(e)) = r.engines.get(id as usize).cloned() else {
             return Ok(());
         };
-        let database = r.by_url.values().any(|v| *v == id);
-        if !e.is_durable() && !database {
+        if !e.is_durable() && !r.databases.remove(&id) {
             return Ok(());
         }
         r.detach(id, &e);

@@ -11,6 +11,12 @@ interface Sent {
 
 async function main(): Promise<void> {
   const queue = new Queue<Mail, Sent, 'welcome' | 'reset'>('mail', { defaultJobOptions: { attempts: 3 }, dataPath: './q.db', durability: 'fsync' })
+  const shared = new Queue<Mail>('mail', { connection: 'postgresql://app@db:5432/app' })
+  const sharedToo = new Queue<Mail>('mail', { connection: { connectionString: 'postgresql://app@db/app', schema: 'jobs', max: 8 } })
+  // @ts-expect-error: a connection is a URL or { connectionString }
+  new Queue('mail', { connection: { host: 'db' } })
+  void shared
+  void sharedToo
   // @ts-expect-error not a durability
   void new Queue('x', { durability: 'sometimes' })
   // @ts-expect-error not an option (no index signature lets a typo through)

@@ -77,11 +77,28 @@ impl Target {
         }
     }
 
-    /// A storage error about this target.
-    pub fn error(&self, what: &str, e: impl std::fmt::Display) -> EngineError {
+    /// A storage error about this target: what failed, and the server's own message (with its
+    /// detail and hint) when it answered one.
+    pub fn error(&self, what: &str, e: tokio_postgres::Error) -> EngineError {
+        let reason = match e.as_db_error() {
+            Some(db) => {
+                let mut r = format!("{what}: {} ({})", db.message(), db.code().code());
+                if let Some(d) = db.detail() {
+                    r.push_str(&format!("; {d}"));
+                }
+                if let Some(h) = db.hint() {
+                    r.push_str(&format!("; hint: {h}"));
+                }
+                r
+            }
+            None => match std::error::Error::source(&e) {
+                Some(cause) => format!("{what}: {e}: {cause}"),
+                None => format!("{what}: {e}"),
+            },
+        };
         EngineError::StorageIo {
             path: self.shown(),
-            reason: format!("{what}: {e}"),
+            reason,
         }
     }
 }

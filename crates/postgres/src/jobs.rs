@@ -191,6 +191,14 @@ impl Statements {
                 INSERT INTO {s}.events (queue, event, payload)
                 SELECT $1, 'active', json_agg(json_build_object('id', {id}))::text
                 FROM c HAVING count(*) > 0
+            ), drained AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'drained', '[]'
+                WHERE EXISTS (SELECT 1 FROM c)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM {s}.jobs
+                      WHERE queue = $1 AND state IN (0, 1) AND key <> ALL(ARRAY(SELECT key FROM c))
+                  )
             )
             SELECT * FROM c"
         ))

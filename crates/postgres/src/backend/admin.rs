@@ -209,7 +209,8 @@ async fn state_for_error(s: &Shared, queue: &str, id: &str) -> Result<Option<Job
 /// Changes one job; answers its log row count for a log, else 0.
 pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange) -> Result<usize> {
     let sch = s.target().schema();
-    let k = key_cte(sch);
+    // `$4` (the id as events carry it) is typed here for the statements that do not use it.
+    let k = format!("{}, id_text AS (SELECT $4::text)", key_cte(sch));
     let (auto, custom) = id_params(id);
     // Each arm: the statement, its parameters after ($1 queue, $2 auto key, $3 custom id,
     // $4 id), and the state the job must be in (for the error when nothing changed).
