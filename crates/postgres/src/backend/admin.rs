@@ -144,17 +144,40 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
             });
         }
     }
-    // One statement, so one transaction: the active check above is advisory (a job claimed
-    // in between is obliterated with the rest, and its ack is stale).
-    let sql = format!(
-        "WITH a AS (DELETE FROM {sch}.jobs WHERE queue = $1),
-        b AS (DELETE FROM {sch}.finished WHERE queue = $1),
-        c AS (DELETE FROM {sch}.job_ids WHERE queue = $1),
-        d AS (DELETE FROM {sch}.queues WHERE name = $1)
-        SELECT 1"
-    );
-    c.query(s.target(), "cannot obliterate", &sql, &[&queue])
-        .await?;
+    // One transaction on a connection of its own (the shared ones carry other calls), that
+    // first takes the queue row's lock, which every add takes too: each later statement then sees
+    // every add that committed before it, so no job of a concurrent add survives without its
+    // queue row (one statement would delete only what its snapshot saw). The active check above
+    // is advisory: a job claimed in between is obliterated with the rest, and its ack is stale.
+    drop(c);
+    let t = s.target();
+    let io = |e| t.error("cannot obliterate", e);
+    let mut own = crate::connect::connect(t).await?;
+    let tx = own.transaction().await.map_err(io)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO {sch}.queues AS q (name) VALUES ($1)
+            ON CONFLICT (name) DO UPDATE SET paused = q.paused"
+        ),
+        &[&queue],
+    )
+    .await
+    .map_err(io)?;
+    for table in ["jobs", "finished", "job_ids"] {
+        tx.execute(
+            &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
+            &[&queue],
+        )
+        .await
+        .map_err(io)?;
+    }
+    tx.execute(
+        &format!("DELETE FROM {sch}.queues WHERE name = $1"),
+        &[&queue],
+    )
+    .await
+    .map_err(io)?;
+    tx.commit().await.map_err(io)?;
     Ok(())
 }
 

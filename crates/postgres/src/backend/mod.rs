@@ -13,6 +13,7 @@
 //! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims) and lease
 //!   renewal.
 
+mod adds;
 mod admin;
 mod feed;
 mod read;
@@ -93,6 +94,8 @@ struct Shared {
     wire: Arc<dyn Wire>,
     lease_ms: i64,
     upkeep_every: Duration,
+    /// Adds waiting for their statement (`adds.rs`).
+    adds: adds::Adds,
     /// Activations by token.
     held: Mutex<HashMap<i64, Held>>,
     /// Wakes the pulls of a queue (a `NOTIFY` hint, or a change made here).
@@ -192,6 +195,7 @@ impl PgBackend {
             wire: config.wire,
             lease_ms: config.lease_ms,
             upkeep_every: config.upkeep_every,
+            adds: Mutex::new(HashMap::new()),
             held: Mutex::new(HashMap::new()),
             ready: Mutex::new(HashMap::new()),
             cancels: Mutex::new(HashMap::new()),
@@ -217,6 +221,37 @@ impl PgBackend {
         })
     }
 
+    /// What a change must wait for first: the subscriptions made before it (see `subs_ready`).
+    fn gate(&self) -> impl Future<Output = ()> + Send + 'static {
+        let wanted = self.shared.subs_wanted.load(Ordering::Acquire);
+        let mut rx =
+            (wanted > *self.shared.subs_ready.borrow()).then(|| self.shared.subs_ready.subscribe());
+        async move {
+            if let Some(rx) = rx.as_mut() {
+                // Bounded: without a database the feed never starts, and the call itself will
+                // say why.
+                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
+            }
+        }
+    }
+
+    /// Adds `jobs` through the queue's coalescer (`adds.rs`).
+    fn add_coalesced(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        if let Err(e) = self.shared.check_open() {
+            return Reply::Now(Err(e));
+        }
+        let q = q.name_arc().clone();
+        let (rx, start) = adds::enqueue(&self.shared, &q, jobs);
+        if start {
+            let (s, gate) = (self.shared.clone(), self.gate());
+            self.handle.spawn(async move {
+                gate.await;
+                adds::flush(s, q).await
+            });
+        }
+        Reply::later(async move { rx.await.map_err(|_| adds::dropped())? })
+    }
+
     /// Runs `f` on the backend's runtime; the answer is pending until it is done.
     fn run<T, F>(&self, f: impl FnOnce(Arc<Shared>) -> F) -> Reply<T>
     where
@@ -226,16 +261,10 @@ impl PgBackend {
         if let Err(e) = self.shared.check_open() {
             return Reply::Now(Err(e));
         }
-        let wanted = self.shared.subs_wanted.load(Ordering::Acquire);
-        let mut gate =
-            (wanted > *self.shared.subs_ready.borrow()).then(|| self.shared.subs_ready.subscribe());
+        let gate = self.gate();
         let work = f(self.shared.clone());
         let task = self.handle.spawn(async move {
-            if let Some(rx) = gate.as_mut() {
-                // Bounded: without a database the feed never starts, and the call itself will
-                // say why.
-                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
-            }
+            gate.await;
             work.await
         });
         Reply::later(async move {
@@ -261,18 +290,19 @@ impl Backend for PgBackend {
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
-        let q = q.name_arc().clone();
-        self.run(move |s| async move {
-            let mut added = work::add(&s, &q, vec![job]).await?;
+        let one = |mut added: Vec<Added>| {
             added
                 .pop()
                 .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
-        })
+        };
+        match self.add_coalesced(q, vec![job]) {
+            Reply::Now(r) => Reply::Now(r.and_then(one)),
+            Reply::Later(p) => Reply::later(async move { one(p.await?) }),
+        }
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        let q = q.name_arc().clone();
-        self.run(move |s| async move { work::add(&s, &q, jobs).await })
+        self.add_coalesced(q, jobs)
     }
 
     fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {

@@ -103,20 +103,43 @@ pub(super) async fn counts(s: &Shared, queue: &str, states: &[StateFilter]) -> R
         .collect())
 }
 
-/// A page of the jobs in `states` (listed state after state) as a JSON array of records.
+/// Tries of a page whose counts and lists disagreed (a job moved between the two statements).
+const PAGE_TRIES: usize = 5;
+
+/// A page of the jobs in `states` (listed state after state) as a JSON array of records. The
+/// counts and the lists are separate statements: when a job moved between them (the elected
+/// process promoted it, a worker took it) the page is read again, so that it agrees with itself.
 pub(super) async fn page(
     s: &Shared,
     queue: &str,
     states: &[StateFilter],
     page: Page,
 ) -> Result<String> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (text, consistent) = page_once(s, queue, states, page).await?;
+        if consistent || tries >= PAGE_TRIES {
+            return Ok(text);
+        }
+    }
+}
+
+/// One read of a page; `true` when every list held as many jobs as its count said.
+async fn page_once(
+    s: &Shared,
+    queue: &str,
+    states: &[StateFilter],
+    page: Page,
+) -> Result<(String, bool)> {
     let counts = counts(s, queue, states).await?;
     let total: usize = counts.iter().sum();
     let mut out = String::from("[");
     let Some((from, to)) = page_bounds(total, page.start, page.end) else {
         out.push(']');
-        return Ok(out);
+        return Ok((out, true));
     };
+    let mut consistent = true;
     let sch = s.target().schema();
     let c = s.pool.get().await?;
     // The states in the order listed; each state's own order flips with `asc`.
@@ -156,12 +179,13 @@ pub(super) async fn page(
                 &[&queue, &state_number(*st), &(skip as i64), &(take as i64)],
             )
             .await?;
+        consistent &= rows.len() == take;
         for r in &rows {
             push_record(&*s.wire, &job_of(r, 0), false, &mut out);
         }
     }
     out.push(']');
-    Ok(out)
+    Ok((out, consistent))
 }
 
 /// Whether the queue is paused.
