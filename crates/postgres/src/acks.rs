@@ -46,7 +46,7 @@ pub struct Failure {
 }
 
 /// What a failure did to one job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Failed {
     /// Will run again (waiting, or delayed).
     Retrying(i64),

@@ -43,9 +43,11 @@ pub(super) fn enqueue(
     (rx, start)
 }
 
-/// Writes the waiting adds of `queue`, a statement at a time, until none wait.
+/// Writes the waiting adds of `queue`, a statement at a time, until none wait. Each statement
+/// first waits for the subscriptions made before it (as every change does, see `Shared::gate`).
 pub(super) async fn flush(s: Arc<Shared>, queue: Arc<str>) {
     loop {
+        s.gate().await;
         let calls = {
             let mut adds = s.adds.lock();
             let Some(w) = adds.get_mut(&queue) else {

@@ -128,28 +128,15 @@ pub(super) async fn clean(
 
 /// Removes everything of the queue, its ids and paused flag; refused while jobs are active
 /// unless `force`.
+///
+/// One transaction on a connection of its own (the shared ones carry other calls), that first
+/// takes the queue row's lock, which every add takes too: each later statement then sees every
+/// add that committed before it, so no job of a concurrent add survives without its queue row
+/// (one statement would delete only what its snapshot saw), and the active check holds until the
+/// commit (a claim does not take the queue row, so a job claimed after it is obliterated with the
+/// rest, and its ack is stale).
 pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<()> {
     let sch = s.target().schema();
-    let c = s.pool.get().await?;
-    if !force {
-        let sql = format!("SELECT count(*) FROM {sch}.jobs WHERE queue = $1 AND state = 3");
-        let rows = c
-            .query(s.target(), "cannot obliterate", &sql, &[&queue])
-            .await?;
-        let active = rows.first().map_or(0, |r| r.get::<_, i64>(0));
-        if active > 0 {
-            return Err(EngineError::QueueActive {
-                queue: queue.to_string(),
-                active: active as usize,
-            });
-        }
-    }
-    // One transaction on a connection of its own (the shared ones carry other calls), that
-    // first takes the queue row's lock, which every add takes too: each later statement then sees
-    // every add that committed before it, so no job of a concurrent add survives without its
-    // queue row (one statement would delete only what its snapshot saw). The active check above
-    // is advisory: a job claimed in between is obliterated with the rest, and its ack is stale.
-    drop(c);
     let t = s.target();
     let io = |e| t.error("cannot obliterate", e);
     let mut own = crate::connect::connect(t).await?;
@@ -163,6 +150,17 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
     )
     .await
     .map_err(io)?;
+    if !force {
+        let sql = format!("SELECT count(*) FROM {sch}.jobs WHERE queue = $1 AND state = 3");
+        let active: i64 = tx.query_one(&sql, &[&queue]).await.map_err(io)?.get(0);
+        if active > 0 {
+            // Dropping the transaction rolls it back.
+            return Err(EngineError::QueueActive {
+                queue: queue.to_string(),
+                active: active as usize,
+            });
+        }
+    }
     for table in ["jobs", "finished", "job_ids"] {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),

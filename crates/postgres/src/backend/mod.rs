@@ -149,6 +149,19 @@ impl Shared {
             .clone()
     }
 
+    /// What a change must wait for first: the subscriptions made before it (see `subs_ready`).
+    pub(super) fn gate(&self) -> impl Future<Output = ()> + Send + 'static {
+        let wanted = self.subs_wanted.load(Ordering::Acquire);
+        let mut rx = (wanted > *self.subs_ready.borrow()).then(|| self.subs_ready.subscribe());
+        async move {
+            if let Some(rx) = rx.as_mut() {
+                // Bounded: without a database the feed never starts, and the call itself will
+                // say why.
+                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
+            }
+        }
+    }
+
     /// A number in [0, 1) (xorshift64*).
     fn unit(&self) -> f64 {
         let mut s = self.rng.lock();
@@ -221,20 +234,6 @@ impl PgBackend {
         })
     }
 
-    /// What a change must wait for first: the subscriptions made before it (see `subs_ready`).
-    fn gate(&self) -> impl Future<Output = ()> + Send + 'static {
-        let wanted = self.shared.subs_wanted.load(Ordering::Acquire);
-        let mut rx =
-            (wanted > *self.shared.subs_ready.borrow()).then(|| self.shared.subs_ready.subscribe());
-        async move {
-            if let Some(rx) = rx.as_mut() {
-                // Bounded: without a database the feed never starts, and the call itself will
-                // say why.
-                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
-            }
-        }
-    }
-
     /// Adds `jobs` through the queue's coalescer (`adds.rs`).
     fn add_coalesced(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
         if let Err(e) = self.shared.check_open() {
@@ -243,11 +242,7 @@ impl PgBackend {
         let q = q.name_arc().clone();
         let (rx, start) = adds::enqueue(&self.shared, &q, jobs);
         if start {
-            let (s, gate) = (self.shared.clone(), self.gate());
-            self.handle.spawn(async move {
-                gate.await;
-                adds::flush(s, q).await
-            });
+            self.handle.spawn(adds::flush(self.shared.clone(), q));
         }
         Reply::later(async move { rx.await.map_err(|_| adds::dropped())? })
     }
@@ -261,7 +256,7 @@ impl PgBackend {
         if let Err(e) = self.shared.check_open() {
             return Reply::Now(Err(e));
         }
-        let gate = self.gate();
+        let gate = self.shared.gate();
         let work = f(self.shared.clone());
         let task = self.handle.spawn(async move {
             gate.await;

@@ -2,7 +2,7 @@
 //! decided here from each job's options, as the embedded engine decides them (`ack.rs` of the
 //! domain), then written in one statement per kind of outcome.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -220,7 +220,10 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
         c.jobs.acks.fail(&c.client, t, queue, &failures),
         c.jobs.acks.release(&c.client, t, queue, &releases),
     );
-    let (completed, fails, released) = (completed?, fails?, released?);
+    // Sets: a batch of 500 must not cost 500 × 500 comparisons.
+    let completed: HashSet<i64> = completed?.into_iter().collect();
+    let fails: HashSet<Failed> = fails?.into_iter().collect();
+    let released: HashSet<i64> = released?.into_iter().collect();
     {
         let mut held = s.held.lock();
         for (_, d) in &done {
