@@ -231,6 +231,34 @@ describe('Worker', () => {
     expect(evs.map(([e]) => [e.jobId, e.returnvalue])).toEqual([[ascii.id, 'none'], [added.id, data.s]])
   })
 
+  it('keeps U+0000 and U+0001 in names, data, failure reasons, stack traces and logs', async () => {
+    // PostgreSQL's text cannot hold U+0000; its backend must still store these exactly.
+    const { name, queue } = setup('w-nul')
+    const events = track(new QueueEvents(name))
+    await events.waitUntilReady()
+    const odd = 'a\u0000b\u0001c'
+    const failedEvent = once(events, 'failed')
+    const added = await queue.add(`\u0001${odd}`, { s: odd })
+    const worker = track(new Worker(name, async (job) => {
+      await job.log(odd)
+      await job.log('\u0001\u0000')
+      throw new Error(odd)
+    }))
+    const [job, err] = await once(worker, 'failed')
+    expect([job.name, job.data.s, err.message]).toEqual([`\u0001${odd}`, odd, odd])
+    const stored = await queue.getJob(added.id)
+    expect([stored.name, stored.data.s, stored.failedReason]).toEqual([`\u0001${odd}`, odd, odd])
+    expect(stored.stacktrace[0]).toContain(odd)
+    expect(await queue.getJobLogs(added.id)).toEqual({ logs: [odd, '\u0001\u0000'], count: 2 })
+    const [ev] = await failedEvent
+    expect(ev).toMatchObject({ jobId: added.id, failedReason: odd })
+    // Ids are not free text: a custom id with U+0000 is refused on every backend, and looked up,
+    // matches nothing.
+    await expect(queue.add('x', {}, { jobId: 'a\u0000' })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' })
+    expect(await queue.getJob('a\u0000')).toBeUndefined()
+    expect(await queue.remove('a\u0000')).toBe(0)
+  })
+
   it('emits drained once the queue is empty after work', async () => {
     const { name, queue } = setup('w-drained')
     await queue.addBulk([1, 2, 3].map((i) => ({ name: 'j', data: { i } })))

@@ -10,11 +10,14 @@
 //! comparisons, 72 ms).
 
 use ferroqueue_engine::EngineError;
+use std::borrow::Cow;
+
 use tokio_postgres::{Client, Statement};
 
 use crate::connect::{prepare, Target};
 use crate::jobs::{ms, FINISHED_COLUMNS, NOW_MS};
 use crate::record::id_expr;
+use crate::text;
 
 /// A completion to record.
 #[derive(Debug, Clone, PartialEq)]
@@ -230,8 +233,11 @@ impl AckStatements {
         }
         let keys: Vec<i64> = failures.iter().map(|f| f.key).collect();
         let tokens: Vec<i64> = failures.iter().map(|f| f.token).collect();
-        let reasons: Vec<&str> = failures.iter().map(|f| f.reason.as_str()).collect();
-        let stacks: Vec<Option<&str>> = failures.iter().map(|f| f.stack.as_deref()).collect();
+        let reasons: Vec<Cow<str>> = failures.iter().map(|f| text::store(&f.reason)).collect();
+        let stacks: Vec<Option<Cow<str>>> = failures
+            .iter()
+            .map(|f| f.stack.as_deref().map(text::store))
+            .collect();
         let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
         let exhausted: Vec<bool> = failures.iter().map(|f| f.exhausted).collect();
         let keep: Vec<bool> = failures.iter().map(|f| f.keep).collect();

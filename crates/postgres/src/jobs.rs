@@ -10,11 +10,14 @@
 
 use ferroqueue_engine::domain::job::Job;
 use ferroqueue_engine::EngineError;
+use std::borrow::Cow;
+
 use tokio_postgres::{Client, Statement};
 
 pub use crate::acks::{AckStatements, Completion, Failed, Failure};
 use crate::connect::{prepare, Target};
 use crate::record::{hot_columns, id_expr, job_of, COLUMNS};
+use crate::text;
 
 /// A job to add.
 #[derive(Debug, Clone, PartialEq)]
@@ -263,7 +266,7 @@ impl Statements {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+        let names: Vec<Cow<str>> = jobs.iter().map(|j| text::store(&j.name)).collect();
         let data: Vec<&str> = jobs.iter().map(|j| j.data.as_str()).collect();
         let opts: Vec<Option<&str>> = jobs.iter().map(|j| j.opts.as_deref()).collect();
         let prio: Vec<i32> = jobs.iter().map(|j| j.priority).collect();

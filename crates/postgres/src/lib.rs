@@ -16,6 +16,7 @@ pub mod leases;
 pub mod pool;
 pub mod record;
 pub mod schema;
+pub mod text;
 
 pub use backend::{PgBackend, PgConfig};
 pub use connect::{connect, Target};

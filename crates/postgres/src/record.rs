@@ -9,6 +9,8 @@ use ferroqueue_engine::storage::restore;
 use ferroqueue_engine::storage::rows::{ExtraCols, JobRow, StateCols};
 use tokio_postgres::Row;
 
+use crate::text;
+
 /// The columns [`job_of`] reads, for a `jobs` row (prefix `p`: a table alias with its dot, or
 /// empty).
 pub(crate) fn hot_columns(p: &str) -> String {
@@ -66,7 +68,7 @@ pub fn job_of(row: &Row, at: usize) -> Job {
     let key: i64 = row.get(at);
     let text = |i: usize| row.get::<_, Option<String>>(at + i);
     let boxed = |i: usize| text(i).map(String::into_boxed_str);
-    let name: String = row.get(at + 2);
+    let name = text::load(row.get(at + 2));
     let data: String = row.get(at + 3);
     restore::job_of(JobRow {
         // Custom-id keys have the top bit set: negative as a signed bigint.
@@ -91,9 +93,9 @@ pub fn job_of(row: &Row, at: usize) -> Job {
         extra: ExtraCols {
             progress: boxed(13),
             returnvalue: boxed(14),
-            failed_reason: boxed(15),
-            stacktrace: text(16),
-            logs: text(17),
+            failed_reason: text(15).map(|r| text::load(r).into_boxed_str()),
+            stacktrace: text(16).map(text::load_json_array),
+            logs: text(17).map(text::load_json_array),
         },
     })
 }

@@ -343,10 +343,18 @@ impl JobOptions {
 }
 
 /// Checks a custom job id: a non-empty string of at most 1024 bytes that is not a canonical
-/// integer (integers are automatic ids). `:` is allowed, as in BullMQ.
+/// integer (integers are automatic ids) and holds no U+0000 (which PostgreSQL's text cannot
+/// hold: refused on every backend, so that an id means the same everywhere). `:` is allowed, as
+/// in BullMQ.
 pub fn validate_custom_id(id: &str) -> Result<&str> {
     if id.is_empty() {
         return Err(EngineError::range("jobId", "must not be empty"));
+    }
+    if id.as_bytes().contains(&0) {
+        return Err(EngineError::range(
+            "jobId",
+            "must not contain the character U+0000",
+        ));
     }
     if id.len() > 1024 {
         return Err(EngineError::range(
@@ -532,6 +540,9 @@ mod tests {
         assert!(validate_custom_id("007").is_ok());
         assert!(validate_custom_id("a:b:1").is_ok());
         assert!(validate_custom_id("-3").is_err());
+        let e = validate_custom_id("a\0b").unwrap_err();
+        assert_eq!(e.code(), "ERR_INVALID_OPTION");
+        assert!(e.to_string().contains("U+0000"), "{e}");
     }
 
     #[test]

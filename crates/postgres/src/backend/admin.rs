@@ -10,7 +10,7 @@ use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::{EngineError, Result};
 use tokio_postgres::types::ToSql;
 
-use super::read::{id_params, key_cte};
+use super::read::{id_params, id_text, key_cte};
 use super::Shared;
 use crate::jobs::NOW_MS;
 use crate::record::{id_expr, state_number};
@@ -204,13 +204,14 @@ pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
         k = key_cte(sch),
     );
     let (auto, custom) = id_params(id);
+    let shown = id_text(id);
     let c = s.pool.get().await?;
     let rows = c
         .query(
             s.target(),
             "cannot remove a job",
             &sql,
-            &[&queue, &auto, &custom, &id],
+            &[&queue, &auto, &custom, &shown],
         )
         .await?;
     let (gone, locked) = rows
@@ -272,7 +273,7 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
                 "",
             ),
             vec![
-                Box::new(String::from(row)),
+                Box::new(crate::text::store(&row).into_owned()),
                 Box::new((keep > 0).then_some(keep.min(i64::MAX as usize) as i64)),
             ],
             None,
@@ -397,7 +398,8 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
             )
         }
     };
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&queue, &auto, &custom, &id];
+    let shown = id_text(id);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&queue, &auto, &custom, &shown];
     for p in &extra {
         params.push(p.as_ref() as &(dyn ToSql + Sync));
     }

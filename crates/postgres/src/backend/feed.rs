@@ -209,7 +209,7 @@ pub(super) fn expand(row: &EventRow, out: &mut Vec<Event>) {
                 let at = number(v, "at");
                 push(EventKind::Added {
                     job_id: job_id.clone(),
-                    name: Arc::from(text(v, "name")),
+                    name: Arc::from(crate::text::load(text(v, "name"))),
                 });
                 push(match at {
                     0 => EventKind::Waiting { job_id, prev: None },
@@ -229,7 +229,7 @@ pub(super) fn expand(row: &EventRow, out: &mut Vec<Event>) {
                 let exhausted = v.get("exhausted").and_then(Value::as_u64);
                 push(EventKind::Failed {
                     job_id: job_id.clone(),
-                    failed_reason: text(v, "reason").into(),
+                    failed_reason: crate::text::load(text(v, "reason")).into(),
                 });
                 if let Some(n) = exhausted {
                     push(EventKind::RetriesExhausted {

@@ -11,11 +11,23 @@ use tokio_postgres::Row;
 use super::Shared;
 use crate::record::{finished_columns, hot_columns, job_of, state_number, COLUMNS};
 
-/// The key parameters of an id: an automatic id's key, or a custom id to look up.
+/// The key parameters of an id: an automatic id's key, or a custom id to look up (neither for an
+/// id with U+0000, which no job has: custom ids refuse it, and `text` could not be compared).
 pub(super) fn id_params(id: &str) -> (Option<i64>, Option<&str>) {
     match parse_auto_id(id) {
         Some(n) => (Some(n as i64), None),
+        None if id.as_bytes().contains(&0) => (None, None),
         None => (None, Some(id)),
+    }
+}
+
+/// An id as a `text` parameter: empty for an id with U+0000 (see [`id_params`]: it matches no
+/// job, and `text` could not carry it).
+pub(super) fn id_text(id: &str) -> &str {
+    if id.as_bytes().contains(&0) {
+        ""
+    } else {
+        id
     }
 }
 
@@ -211,8 +223,11 @@ pub(super) async fn logs(
     };
     let text: Option<String> = row.get(COLUMNS - 1);
     let mut rows: Vec<String> = text
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(crate::text::load)
+        .collect();
     let total = rows.len();
     if !page.asc {
         rows.reverse();
