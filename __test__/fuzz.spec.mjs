@@ -33,6 +33,17 @@ let TMP // temp dir of the durable runs (and of the hostile data paths)
 // ---------------------------------------------------------------------------------------------
 // Hostile values, keyed by the source text that reports show. Each use builds a fresh one.
 
+/**
+ * The engine that options choose (as lib/native.js does): `connection`, else a given `dataPath`
+ * (`null`: in memory, whatever the environment says), else the environment's default.
+ */
+function engineOf(o) {
+  if (o.connection) return `pg:${o.connection.connectionString ?? o.connection}`
+  if (o.dataPath !== undefined) return o.dataPath || 'memory'
+  if (process.env.FERROQUEUE_POSTGRES_URL) return `pg:${process.env.FERROQUEUE_POSTGRES_URL}`
+  return process.env.FERROQUEUE_DATA_PATH || 'memory'
+}
+
 class Hostile extends Error {} // what hostile traps, getters and toJSON throw
 const boom = () => {
   throw new Hostile('hostile')
@@ -317,8 +328,8 @@ class World {
       const bad = badError(e)
       if (bad) this.late.push(`Worker 'error' event: ${bad}`)
     })
-    // `worker.opts` are the options it applied: a falsy dataPath is the in-memory engine.
-    if (specs[0][0] === 'name' && (obj.opts.dataPath || undefined) === this.dataPath) this.probed.add(obj)
+    // `worker.opts` are the options it applied; the probe needs a Worker on the world's engine.
+    if (specs[0][0] === 'name' && engineOf(obj.opts) === engineOf(this.base)) this.probed.add(obj)
   }
 
   checkLate() {
