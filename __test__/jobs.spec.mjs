@@ -202,6 +202,17 @@ describe('Job#changeDelay and Job#promote', () => {
     expect(ids(await q.getDelayed())).toEqual([late.id, soon.id])
   })
 
+  it('a delay of any size is a job that waits (none overflows a timestamp)', async () => {
+    const q = mkQueue()
+    const far = await q.add('far', {}, { delay: 2 ** 53 })
+    expect(await far.getState()).toBe('delayed')
+    for (const d of [2 ** 53, 1e300]) {
+      await far.changeDelay(d)
+      expect(await far.getState()).toBe('delayed')
+    }
+    expect(await q.getDelayedCount()).toBe(1)
+  })
+
   it('a shortened delay makes the job run at the new time', async () => {
     const q = mkQueue()
     const job = await q.add('d', {}, { delay: 60_000 })

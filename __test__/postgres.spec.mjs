@@ -2,6 +2,8 @@
 // URL or password, and queues shared between objects that connect separately. The rest of the
 // suite runs on PostgreSQL too (scripts/test.sh runs it with FERROQUEUE_POSTGRES_URL).
 import { describe, it, expect, afterEach } from 'vitest'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { Queue, Worker, QueueEvents, QueueError } from '../index.mjs'
 import { uniqueName, openTracker, thrown, expectError, rejection, once } from './helpers.mjs'
 
@@ -59,5 +61,16 @@ describePg('PostgreSQL connection', () => {
     const job = await producer.add('double', { n: 21 })
     const [payload] = await completed
     expect(payload).toEqual({ jobId: job.id, returnvalue: 42, prev: 'active' })
+  })
+
+  it('a QueueEvents keeps its process alive until closed: its events may come from other processes', async () => {
+    const child = fileURLToPath(new URL('./fixtures/pg-events-alive.mjs', import.meta.url))
+    const started = Date.now()
+    const p = spawn(process.execPath, [child, url, uniqueName('pg-alive'), '1000'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    p.stderr.on('data', (d) => (stderr += d))
+    const code = await new Promise((resolve) => p.on('exit', resolve))
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
   })
 })

@@ -24,11 +24,17 @@ class Engine {
   /**
    * `durable`: changes are committed after their answer (a SQLite file), so callers wait for
    * commit tickets. `closable`: closed when its last user lets go (a SQLite file, PostgreSQL).
+   * `shared`: other processes change it too (PostgreSQL), so a QueueEvents listening to it keeps
+   * the process alive until closed, as BullMQ's does: its events can come from elsewhere at any
+   * time. (On an engine of this process alone, events come only from what keeps it alive anyway.)
    */
-  constructor(id, durable, closable = durable) {
+  constructor(id, durable, closable = durable, shared = false) {
     this.id = id
     this.durable = durable
     this.closable = closable
+    this.shared = shared
+    this.listening = 0
+    this.listenTimer = null
     this.refs = 0
     this.listeners = new Map() // queueName -> Set<listener>
     this.waits = [] // { seq, resolve, reject }, in seq order
@@ -134,6 +140,7 @@ class Engine {
     if (!set) this.listeners.set(queueName, (set = new Set()))
     set.add(listener)
     binding.subscribe(handle)
+    if (this.shared && this.listening++ === 0) this.listenTimer = setInterval(keepAlive, 1 << 30)
   }
 
   unlisten(handle, queueName, listener) {
@@ -142,6 +149,10 @@ class Engine {
       try {
         binding.unsubscribe(handle)
       } catch {}
+      if (this.shared && --this.listening === 0) {
+        clearInterval(this.listenTimer)
+        this.listenTimer = null
+      }
     }
   }
 }
@@ -207,7 +218,7 @@ function acquirePostgres(connection, durability) {
   } catch (e) {
     throw fromBinding(e)
   }
-  return use(id, () => new Engine(id, false, true), 'commit')
+  return use(id, () => new Engine(id, false, true, true), 'commit')
 }
 
 /** Counts one more user of engine `id`, creating its JS side with `make` on first use. */

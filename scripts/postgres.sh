@@ -4,6 +4,8 @@
 #
 #   eval "$(bash scripts/postgres.sh start)"   # exports FERROQUEUE_TEST_POSTGRES_URL, PG_TEST_DIR
 #   bash scripts/postgres.sh stop "$PG_TEST_DIR"
+#   bash scripts/postgres.sh crash "$PG_TEST_DIR"     # immediate shutdown (as a crash), then
+#                                                     # start again on the same port
 #
 # `start` prints shell assignments on stdout and everything else on stderr. The server takes
 # connections on 127.0.0.1 with a password made for this run (scram), never `trust`, so another
@@ -54,8 +56,7 @@ start() {
   rm -f "$dir/pw"
   for attempt in 1 2 3; do
     port=$(free_port)
-    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200" start >&2; then
+    if serve "$bin" "$dir" "$port"; then
       echo "export FERROQUEUE_TEST_POSTGRES_URL=postgresql://postgres:$pw@127.0.0.1:$port/postgres"
       echo "export PG_TEST_DIR=$dir"
       return 0
@@ -64,6 +65,25 @@ start() {
   done
   cat "$dir/server.log" >&2
   false
+}
+
+serve() {
+  as_owner "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 30 \
+    -o "-p $3 -k $2 -c listen_addresses=127.0.0.1 -c max_connections=200" start >&2
+}
+
+# The server stops as after a crash (SIGQUIT: no checkpoint, every connection cut; committed
+# transactions are recovered from the WAL) and starts again on its port.
+crash() {
+  local dir=$1 pid port
+  pid=$(head -n 1 "$dir/data/postmaster.pid")
+  port=$(sed -n 4p "$dir/data/postmaster.pid")
+  kill -QUIT "$pid"
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  serve "$(bindir)" "$dir" "$port"
 }
 
 stop() {
@@ -83,5 +103,6 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop "${2:?usage: postgres.sh stop DIR}" ;;
-  *) echo "usage: postgres.sh start | stop DIR" >&2; exit 2 ;;
+  crash) crash "${2:?usage: postgres.sh crash DIR}" ;;
+  *) echo "usage: postgres.sh start | stop DIR | crash DIR" >&2; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use tokio_postgres::{Client, Statement};
 
 use crate::connect::{prepare, Target};
-use crate::jobs::{ms, FINISHED_COLUMNS, NOW_MS};
+use crate::jobs::{after_ms, ms, FINISHED_COLUMNS, NOW_MS};
 use crate::record::id_expr;
 use crate::text;
 
@@ -121,7 +121,7 @@ impl AckStatements {
                 UPDATE {s}.jobs j
                 SET state = CASE WHEN a.retry_in > 0 THEN 2 WHEN j.priority > 0 THEN 1 ELSE 0 END,
                     run_at = CASE WHEN a.retry_in > 0
-                                  THEN clock_timestamp() + a.retry_in * interval '1 millisecond'
+                                  THEN {retry_at}
                              END,
                     delay = CASE WHEN a.retry_in > 0 THEN a.retry_in ELSE j.delay END,
                     ord = q.ord0 + a.i, token = NULL, lease_until = NULL,
@@ -161,6 +161,7 @@ impl AckStatements {
             SELECT key, true FROM retried UNION ALL SELECT key, false FROM gone",
             id_j = id_expr("j."),
             run_at_j = ms("j.run_at"),
+            retry_at = after_ms("a.retry_in"),
         ))
         .await?;
         // Given back unprocessed (a worker closed with force): to the head of waiting with a
@@ -212,10 +213,13 @@ impl AckStatements {
         let tokens: Vec<i64> = done.iter().map(|d| d.token).collect();
         let values: Vec<&str> = done.iter().map(|d| d.returnvalue.as_str()).collect();
         let keep: Vec<bool> = done.iter().map(|d| d.keep).collect();
-        let rows = client
-            .query(&self.complete, &[&queue, &keys, &tokens, &values, &keep])
-            .await
-            .map_err(|e| t.error("cannot complete jobs", e))?;
+        let rows = crate::connect::query_retrying(
+            client,
+            &self.complete,
+            &[&queue, &keys, &tokens, &values, &keep],
+        )
+        .await
+        .map_err(|e| t.error("cannot complete jobs", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
@@ -241,15 +245,15 @@ impl AckStatements {
         let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
         let exhausted: Vec<bool> = failures.iter().map(|f| f.exhausted).collect();
         let keep: Vec<bool> = failures.iter().map(|f| f.keep).collect();
-        let rows = client
-            .query(
-                &self.fail,
-                &[
-                    &queue, &keys, &tokens, &reasons, &stacks, &retry, &exhausted, &keep,
-                ],
-            )
-            .await
-            .map_err(|e| t.error("cannot record failures", e))?;
+        let rows = crate::connect::query_retrying(
+            client,
+            &self.fail,
+            &[
+                &queue, &keys, &tokens, &reasons, &stacks, &retry, &exhausted, &keep,
+            ],
+        )
+        .await
+        .map_err(|e| t.error("cannot record failures", e))?;
         Ok(rows
             .iter()
             .map(|r| match r.get::<_, bool>(1) {
@@ -272,8 +276,7 @@ impl AckStatements {
         }
         let keys: Vec<i64> = given.iter().map(|g| g.0).collect();
         let tokens: Vec<i64> = given.iter().map(|g| g.1).collect();
-        let rows = client
-            .query(&self.release, &[&queue, &keys, &tokens])
+        let rows = crate::connect::query_retrying(client, &self.release, &[&queue, &keys, &tokens])
             .await
             .map_err(|e| t.error("cannot give jobs back", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())

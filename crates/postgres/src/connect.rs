@@ -2,7 +2,9 @@
 //! keeps its tables in (default `ferroqueue`). Errors name what was wrong and never the password.
 
 use ferroqueue_engine::EngineError;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
 
 /// The schema ferroqueue uses unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "ferroqueue";
@@ -149,4 +151,36 @@ pub async fn prepare(client: &Client, t: &Target, sql: &str) -> Result<Statement
         .prepare(sql)
         .await
         .map_err(|e| t.error("cannot prepare a statement", e))
+}
+
+/// Whether a statement failed only because another ran at the same time: PostgreSQL chose it as
+/// a deadlock's victim (two statements that lock a queue row and job rows in opposite orders,
+/// such as a failure and an obliterate) or as a serialization failure, and rolled it back, so
+/// running it again is safe.
+pub fn transient(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+    })
+}
+
+/// How many times a statement runs again after a [`transient`] failure.
+pub const RETRIES: u32 = 4;
+
+/// Runs a prepared statement, again after a [`transient`] failure (up to [`RETRIES`] times,
+/// after a short, growing pause).
+pub async fn query_retrying(
+    client: &Client,
+    st: &Statement,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let mut tries = 0;
+    loop {
+        match client.query(st, params).await {
+            Err(e) if transient(&e) && tries < RETRIES => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(5 << tries)).await;
+            }
+            r => return r,
+        }
+    }
 }

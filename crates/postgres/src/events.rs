@@ -75,10 +75,10 @@ impl EventStatements {
         limit: i64,
     ) -> Result<Vec<EventRow>, EngineError> {
         let xid = from.xid.to_string();
-        let rows = client
-            .query(&self.read, &[&xid, &from.id, &queues, &limit])
-            .await
-            .map_err(|e| t.error("cannot read events", e))?;
+        let rows =
+            crate::connect::query_retrying(client, &self.read, &[&xid, &from.id, &queues, &limit])
+                .await
+                .map_err(|e| t.error("cannot read events", e))?;
         Ok(rows
             .iter()
             .map(|r| EventRow {

@@ -76,6 +76,13 @@ pub(crate) fn ms(expr: &str) -> String {
     format!("(extract(epoch from {expr}) * 1000)::bigint")
 }
 
+/// The time `ms_expr` milliseconds from now, as a `timestamptz` expression. Waits are capped at
+/// 2^53 ms (285,000 years: about the most a `timestamptz` holds from now), so a huge delay is a
+/// job that never comes due, as on the embedded engine, not an "interval out of range" error.
+pub(crate) fn after_ms(ms_expr: &str) -> String {
+    format!("clock_timestamp() + LEAST({ms_expr}, 9007199254740992) * interval '1 millisecond'")
+}
+
 /// The hot path's statements, prepared on one connection.
 pub struct Statements {
     add: Statement,
@@ -150,7 +157,7 @@ impl Statements {
                        CASE WHEN k.lifo THEN -k.o ELSE k.o END,
                        k.delay,
                        CASE WHEN k.delay > 0
-                            THEN clock_timestamp() + k.delay * interval '1 millisecond' END,
+                            THEN {wait} END,
                        k.ts
                 FROM k
                 WHERE k.cid IS NULL OR k.key IN (SELECT key FROM ids)
@@ -169,7 +176,8 @@ impl Statements {
             SELECT k.i, k.key, k.cid IS NOT NULL AND k.key NOT IN (SELECT key FROM ids),
                    e.key
             FROM k LEFT JOIN {s}.job_ids e ON e.queue = $1 AND e.custom_id = k.cid
-            ORDER BY k.i"
+            ORDER BY k.i",
+            wait = after_ms("k.delay"),
         ))
         .await?;
         // `key = ANY(ARRAY(…))` keeps the update on the primary key whatever the planner guesses
@@ -274,15 +282,15 @@ impl Statements {
         let lifo: Vec<bool> = jobs.iter().map(|j| j.lifo).collect();
         let ts: Vec<i64> = jobs.iter().map(|j| j.timestamp).collect();
         let ids: Vec<Option<&str>> = jobs.iter().map(|j| j.custom_id.as_deref()).collect();
-        let rows = client
-            .query(
-                &self.add,
-                &[
-                    &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids,
-                ],
-            )
-            .await
-            .map_err(|e| t.error("cannot add jobs", e))?;
+        let rows = crate::connect::query_retrying(
+            client,
+            &self.add,
+            &[
+                &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids,
+            ],
+        )
+        .await
+        .map_err(|e| t.error("cannot add jobs", e))?;
         Ok(rows
             .iter()
             .map(|r| match r.get::<_, bool>(2) {
@@ -302,8 +310,7 @@ impl Statements {
         max: i64,
         lease_ms: i64,
     ) -> Result<Vec<Claimed>, EngineError> {
-        let rows = client
-            .query(&self.claim, &[&queue, &max, &lease_ms])
+        let rows = crate::connect::query_retrying(client, &self.claim, &[&queue, &max, &lease_ms])
             .await
             .map_err(|e| t.error("cannot claim jobs", e))?;
         let mut jobs: Vec<Claimed> = rows
@@ -354,8 +361,7 @@ impl Statements {
         t: &Target,
         limit: i64,
     ) -> Result<Vec<(String, i64)>, EngineError> {
-        let rows = client
-            .query(&self.promote, &[&limit])
+        let rows = crate::connect::query_retrying(client, &self.promote, &[&limit])
             .await
             .map_err(|e| t.error("cannot promote delayed jobs", e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())

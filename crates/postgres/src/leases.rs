@@ -120,10 +120,13 @@ impl LeaseStatements {
         let queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
         let keys: Vec<i64> = leases.iter().map(|l| l.key).collect();
         let tokens: Vec<i64> = leases.iter().map(|l| l.token).collect();
-        let rows = client
-            .query(&self.renew, &[&queues, &keys, &tokens, &lease_ms])
-            .await
-            .map_err(|e| t.error("cannot renew leases", e))?;
+        let rows = crate::connect::query_retrying(
+            client,
+            &self.renew,
+            &[&queues, &keys, &tokens, &lease_ms],
+        )
+        .await
+        .map_err(|e| t.error("cannot renew leases", e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
@@ -136,8 +139,7 @@ impl LeaseStatements {
         limit: i64,
         max_stalled: i32,
     ) -> Result<Vec<Stalled>, EngineError> {
-        let rows = client
-            .query(&self.sweep, &[&limit, &max_stalled])
+        let rows = crate::connect::query_retrying(client, &self.sweep, &[&limit, &max_stalled])
             .await
             .map_err(|e| t.error("cannot sweep expired leases", e))?;
         Ok(rows

@@ -68,8 +68,7 @@ impl Conn {
                 st
             }
         };
-        self.client
-            .query(&st, params)
+        crate::connect::query_retrying(&self.client, &st, params)
             .await
             .map_err(|e| t.error(what, e))
     }

@@ -135,12 +135,38 @@ pub(super) async fn clean(
 /// (one statement would delete only what its snapshot saw), and the active check holds until the
 /// commit (a claim does not take the queue row, so a job claimed after it is obliterated with the
 /// rest, and its ack is stale).
+///
+/// A deadlock's victim (a failure being recorded holds a job row and waits for the queue row)
+/// runs again, as statements do (`connect::query_retrying`).
 pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<()> {
-    let sch = s.target().schema();
     let t = s.target();
-    let io = |e| t.error("cannot obliterate", e);
     let mut own = crate::connect::connect(t).await?;
-    let tx = own.transaction().await.map_err(io)?;
+    let mut tries = 0;
+    loop {
+        match obliterate_once(&mut own, t.schema(), queue, force).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(active)) => {
+                return Err(EngineError::QueueActive {
+                    queue: queue.to_string(),
+                    active: active as usize,
+                })
+            }
+            Err(e) if crate::connect::transient(&e) && tries < crate::connect::RETRIES => {
+                tries += 1;
+            }
+            Err(e) => return Err(t.error("cannot obliterate", e)),
+        }
+    }
+}
+
+/// One try of [`obliterate`]: `Some(n)` when `n` jobs are active and not `force` (nothing done).
+async fn obliterate_once(
+    own: &mut tokio_postgres::Client,
+    sch: &str,
+    queue: &str,
+    force: bool,
+) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
+    let tx = own.transaction().await?;
     tx.execute(
         &format!(
             "INSERT INTO {sch}.queues AS q (name) VALUES ($1)
@@ -148,17 +174,13 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
         ),
         &[&queue],
     )
-    .await
-    .map_err(io)?;
+    .await?;
     if !force {
         let sql = format!("SELECT count(*) FROM {sch}.jobs WHERE queue = $1 AND state = 3");
-        let active: i64 = tx.query_one(&sql, &[&queue]).await.map_err(io)?.get(0);
+        let active: i64 = tx.query_one(&sql, &[&queue]).await?.get(0);
         if active > 0 {
             // Dropping the transaction rolls it back.
-            return Err(EngineError::QueueActive {
-                queue: queue.to_string(),
-                active: active as usize,
-            });
+            return Ok(Some(active));
         }
     }
     for table in ["jobs", "finished", "job_ids"] {
@@ -166,17 +188,15 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
             &[&queue],
         )
-        .await
-        .map_err(io)?;
+        .await?;
     }
     tx.execute(
         &format!("DELETE FROM {sch}.queues WHERE name = $1"),
         &[&queue],
     )
-    .await
-    .map_err(io)?;
-    tx.commit().await.map_err(io)?;
-    Ok(())
+    .await?;
+    tx.commit().await?;
+    Ok(None)
 }
 
 /// Removes a job unless it is active; answers whether it existed.
@@ -312,7 +332,7 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
             format!(
                 "WITH {k}, changed AS (
                         UPDATE {sch}.jobs
-                        SET run_at = clock_timestamp() + $5::int8 * interval '1 millisecond',
+                        SET run_at = {wait},
                             delay = $5
                         WHERE queue = $1 AND key = (SELECT key FROM k) AND state = 2
                         RETURNING run_at
@@ -324,6 +344,7 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
                     )
                     SELECT 0 FROM changed",
                 at = crate::jobs::ms("run_at"),
+                wait = crate::jobs::after_ms("$5::int8"),
             ),
             vec![Box::new(d.min(i64::MAX as u64) as i64)],
             Some(("changeDelay", JobState::Delayed)),

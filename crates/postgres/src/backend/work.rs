@@ -209,21 +209,24 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
             }
         }
     }
-    let c = s.pool.get().await?;
     let t = s.target();
     let completions: Vec<Completion> = done.iter().map(|d| d.1.clone()).collect();
     let failures: Vec<Failure> = failed.iter().map(|f| f.1.clone()).collect();
     let releases: Vec<(i64, i64)> = given.iter().map(|g| g.1).collect();
-    // One round trip for all three: tokio-postgres pipelines them on the connection.
-    let (completed, fails, released) = tokio::join!(
-        c.jobs.acks.complete(&c.client, t, queue, &completions),
-        c.jobs.acks.fail(&c.client, t, queue, &failures),
-        c.jobs.acks.release(&c.client, t, queue, &releases),
-    );
-    // Sets: a batch of 500 must not cost 500 × 500 comparisons.
-    let completed: HashSet<i64> = completed?.into_iter().collect();
-    let fails: HashSet<Failed> = fails?.into_iter().collect();
-    let released: HashSet<i64> = released?.into_iter().collect();
+    let written = async {
+        let c = s.pool.get().await?;
+        // One round trip for all three: tokio-postgres pipelines them on the connection.
+        let (completed, fails, released) = tokio::join!(
+            c.jobs.acks.complete(&c.client, t, queue, &completions),
+            c.jobs.acks.fail(&c.client, t, queue, &failures),
+            c.jobs.acks.release(&c.client, t, queue, &releases),
+        );
+        Ok::<_, EngineError>((completed?, fails?, released?))
+    }
+    .await;
+    // The activations are given up whatever the answer: after an error (a dropped connection,
+    // a server restarted) the job stays active in the database until its lease expires and the
+    // sweep gives it to another worker. Renewing it on would hold it active for ever.
     {
         let mut held = s.held.lock();
         for (_, d) in &done {
@@ -236,6 +239,11 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
             held.remove(&g.1);
         }
     }
+    // Sets: a batch of 500 must not cost 500 × 500 comparisons.
+    let (completed, fails, released) = written?;
+    let completed: HashSet<i64> = completed.into_iter().collect();
+    let fails: HashSet<Failed> = fails.into_iter().collect();
+    let released: HashSet<i64> = released.into_iter().collect();
     for (i, d) in &done {
         if completed.contains(&d.key) {
             results[*i] = AckResult::Completed;
