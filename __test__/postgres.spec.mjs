@@ -25,6 +25,13 @@ describePg('PostgreSQL connection', () => {
     await other.obliterate({ force: true })
   })
 
+  it('any call may be the first on a new schema: it is created first (obliterate has its own connection)', async () => {
+    const schema = `fresh_${process.pid}_${Date.now()}`
+    const q = mkQueue({ connection: { connectionString: url, schema } })
+    await q.obliterate({ force: true })
+    expect(await q.count()).toBe(0)
+  })
+
   it('a wrong password rejects the first call with ERR_STORAGE_IO, naming the server but not the password', async () => {
     const wrong = new URL(url)
     wrong.password = 'not-the-password-123'

@@ -47,6 +47,10 @@ class Worker extends QueueHandle {
     this._keepFail = keep.fail
     this._puller = nextPuller++ // single-use once cancelled: see _cancelPulls
     this._active = new Map()
+    // Jobs whose processor still runs. A slot frees when the processor is done, not when its
+    // ack is answered: the next claim then goes with the ack (one round trip for both on
+    // PostgreSQL), as BullMQ's moveToCompleted fetches the next job.
+    this._processing = 0
     this._acks = []
     this._ackJobs = []
     this._flushQueued = false
@@ -147,11 +151,11 @@ class Worker extends QueueHandle {
   async _loop() {
     const h = this._h
     while (!this._closing) {
-      if (this._paused || this._active.size >= this.concurrency) {
+      if (this._paused || this._processing >= this.concurrency) {
         await this._sleep()
         continue
       }
-      const free = this.concurrency - this._active.size
+      const free = this.concurrency - this._processing
       let text
       try {
         text = binding.tryPull(h, free)
@@ -215,6 +219,7 @@ class Worker extends QueueHandle {
     }
     // By token, not id: after obliterate() an id comes back while its old activation may still run.
     this._active.set(entry.token, entry)
+    this._processing++
     this._worked = true
     this._emitSafe('active', job, 'waiting')
     try {
@@ -308,6 +313,7 @@ class Worker extends QueueHandle {
   _queueAck(entry, text) {
     if (entry.done) return
     entry.done = true
+    this._processing--
     this._acks.push(text)
     this._ackJobs.push(entry)
     if (!this._flushQueued) {
@@ -342,6 +348,8 @@ class Worker extends QueueHandle {
         },
       )
       this._emitting.add(p)
+      // The slots are free already: the next pull goes while the acks are in flight.
+      this._wakeUp()
       return
     }
     this._acked(entries, results)

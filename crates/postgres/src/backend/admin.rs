@@ -140,6 +140,8 @@ pub(super) async fn clean(
 /// runs again, as statements do (`connect::query_retrying`).
 pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<()> {
     let t = s.target();
+    // Its own connection: the schema may not have been migrated yet (a first call).
+    s.pool.migrated().await?;
     let mut own = crate::connect::connect(t).await?;
     let mut tries = 0;
     loop {

@@ -13,8 +13,8 @@
 //! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims) and lease
 //!   renewal.
 
-mod adds;
 mod admin;
+mod coalesce;
 mod feed;
 mod read;
 mod upkeep;
@@ -94,8 +94,9 @@ struct Shared {
     wire: Arc<dyn Wire>,
     lease_ms: i64,
     upkeep_every: Duration,
-    /// Adds waiting for their statement (`adds.rs`).
-    adds: adds::Adds,
+    /// Adds and acks waiting for their statement (`coalesce.rs`).
+    adds: coalesce::Waiting<NewJob, Added>,
+    acks: coalesce::Waiting<Ack, AckResult>,
     /// Activations by token.
     held: Mutex<HashMap<i64, Held>>,
     /// Wakes the pulls of a queue (a `NOTIFY` hint, or a change made here).
@@ -208,7 +209,8 @@ impl PgBackend {
             wire: config.wire,
             lease_ms: config.lease_ms,
             upkeep_every: config.upkeep_every,
-            adds: Mutex::new(HashMap::new()),
+            adds: coalesce::Waiting::default(),
+            acks: coalesce::Waiting::default(),
             held: Mutex::new(HashMap::new()),
             ready: Mutex::new(HashMap::new()),
             cancels: Mutex::new(HashMap::new()),
@@ -234,17 +236,18 @@ impl PgBackend {
         })
     }
 
-    /// Adds `jobs` through the queue's coalescer (`adds.rs`).
-    fn add_coalesced(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+    /// Adds or acks through the queue's coalescer (`coalesce.rs`).
+    fn coalesced<T: coalesce::Coalesced>(&self, q: &QueueRef, items: Vec<T>) -> Reply<Vec<T::Out>> {
         if let Err(e) = self.shared.check_open() {
             return Reply::Now(Err(e));
         }
         let q = q.name_arc().clone();
-        let (rx, start) = adds::enqueue(&self.shared, &q, jobs);
+        let (rx, start) = T::waiting(&self.shared).enqueue(&q, items);
         if start {
-            self.handle.spawn(adds::flush(self.shared.clone(), q));
+            self.handle
+                .spawn(coalesce::flush::<T>(self.shared.clone(), q));
         }
-        Reply::later(async move { rx.await.map_err(|_| adds::dropped())? })
+        Reply::later(async move { rx.await.map_err(|_| coalesce::dropped())? })
     }
 
     /// Runs `f` on the backend's runtime; the answer is pending until it is done.
@@ -290,14 +293,14 @@ impl Backend for PgBackend {
                 .pop()
                 .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
         };
-        match self.add_coalesced(q, vec![job]) {
+        match self.coalesced(q, vec![job]) {
             Reply::Now(r) => Reply::Now(r.and_then(one)),
             Reply::Later(p) => Reply::later(async move { one(p.await?) }),
         }
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        self.add_coalesced(q, jobs)
+        self.coalesced(q, jobs)
     }
 
     fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
@@ -321,8 +324,7 @@ impl Backend for PgBackend {
     }
 
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
-        let q = q.name_arc().clone();
-        self.run(move |s| async move { work::ack(&s, &q, acks).await })
+        self.coalesced(q, acks)
     }
 
     fn take_stalled(&self, _q: &QueueRef) -> Reply<Vec<String>> {
