@@ -1,8 +1,10 @@
 // `npm run bench`: every workload on ferroqueue (Node and Bun, memory and SQLite), bunqueue
 // (embedded, on Bun, memory and SQLite) and BullMQ (Node, against a redis-server this script
-// starts on 127.0.0.1 and stops by pid), each the median of 3 fresh processes; prints a markdown
-// table with the ratios and writes it to bench/results/latest.md.
+// starts on 127.0.0.1 and stops by pid), and ferroqueue and BullMQ 6 on PostgreSQL (each its own
+// backend, on one server that scripts/postgres.sh starts and stops), each the median of 3 fresh
+// processes; prints markdown tables with the ratios and writes them to bench/results/latest.md.
 //   BENCH_REPS=1 BENCH_ONLY=add1,bulk npm run bench   (quicker subsets)
+//   BENCH_STORAGE=postgres npm run bench                (only the cells of some storages)
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -14,7 +16,10 @@ const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
 const bun = join(root, 'node_modules', '.bin', 'bun')
 const REPS = Number(process.env.BENCH_REPS ?? 3)
-const WORKLOADS = (process.env.BENCH_ONLY ?? 'add1,bulk,process,cycle,delayed,rss').split(',')
+const WORKLOADS = (process.env.BENCH_ONLY ?? 'add1,bulk,process,process2,cycle,delayed,rss').split(',')
+// The workloads of each storage (`process2`, two worker processes, needs a shared backend).
+const EMBEDDED = ['add1', 'bulk', 'process', 'cycle', 'delayed', 'rss']
+const SHARED = ['add1', 'bulk', 'process', 'process2']
 
 const CELLS = [
   { system: 'ferroqueue', runtime: 'node', storage: 'memory' },
@@ -24,7 +29,11 @@ const CELLS = [
   { system: 'ferroqueue', runtime: 'bun', storage: 'sqlite' },
   { system: 'bunqueue', runtime: 'bun', storage: 'sqlite' },
   { system: 'bullmq', runtime: 'node', storage: 'redis' },
+  { system: 'ferroqueue', runtime: 'node', storage: 'postgres' },
+  { system: 'bullmq', runtime: 'node', storage: 'postgres' },
 ]
+const STORAGES = process.env.BENCH_STORAGE?.split(',')
+const workloadsOf = (cell) => (STORAGES && !STORAGES.includes(cell.storage) ? [] : cell.storage === 'postgres' ? SHARED : EMBEDDED)
 
 function freePort() {
   return new Promise((resolve) => {
@@ -60,11 +69,18 @@ async function startRedis(dir) {
   return { p, port }
 }
 
-function runCell(cell, workload, dir, redis) {
+function startPostgres() {
+  const out = execFileSync('bash', [join(root, 'scripts', 'postgres.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  const env = Object.fromEntries([...out.matchAll(/export (\w+)=(\S+)/g)].map((m) => [m[1], m[2]]))
+  return { url: env.FERROQUEUE_TEST_POSTGRES_URL, dir: env.PG_TEST_DIR }
+}
+
+function runCell(cell, workload, dir, redis, pg) {
   return new Promise((resolve) => {
     const args = [join(here, 'workload.mjs'), cell.system, cell.storage, workload, dir, String(redis?.port ?? 0), String(redis?.p.pid ?? 0)]
     const cmd = cell.runtime === 'bun' ? bun : process.execPath
-    const p = spawn(cmd, cell.runtime === 'node' ? ['--expose-gc', ...args] : args, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] })
+    const env = { ...process.env, BENCH_POSTGRES_URL: pg?.url ?? '' }
+    const p = spawn(cmd, cell.runtime === 'node' ? ['--expose-gc', ...args] : args, { cwd: here, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
     p.stdout.on('data', (d) => (out += d))
@@ -86,16 +102,18 @@ const median = (xs) => {
 
 const work = mkdtempSync(join(tmpdir(), 'ferroqueue-peers-'))
 const redis = await startRedis(work)
+const pg = WORKLOADS.some((w) => SHARED.includes(w)) ? startPostgres() : null
 const results = new Map() // key -> [result]
 try {
   for (const workload of WORKLOADS) {
     for (const cell of CELLS) {
+      if (!workloadsOf(cell).includes(workload)) continue
       const key = `${workload}|${cell.system}|${cell.runtime}|${cell.storage}`
       const runs = []
       for (let r = 0; r < REPS; r++) {
         const dir = mkdtempSync(join(work, 'run-'))
         spawnSync('redis-cli', ['-p', String(redis.port), 'FLUSHALL'])
-        runs.push(await runCell(cell, workload, dir, redis))
+        runs.push(await runCell(cell, workload, dir, redis, pg))
         rmSync(dir, { recursive: true, force: true })
       }
       results.set(key, runs)
@@ -105,6 +123,7 @@ try {
   }
 } finally {
   redis.p.kill('SIGTERM')
+  if (pg) execFileSync('bash', [join(root, 'scripts', 'postgres.sh'), 'stop', pg.dir])
   rmSync(work, { recursive: true, force: true })
 }
 
@@ -113,6 +132,7 @@ const metric = {
   add1: ['add one at a time (10,000)', 'jobs/s', (x) => x.jobsPerSec, true],
   bulk: ['addBulk 50,000 (batches of 1,000)', 'jobs/s', (x) => x.jobsPerSec, true],
   process: ['process 50,000 no-op, concurrency 50', 'jobs/s', (x) => x.jobsPerSec, true],
+  process2: ['process 50,000 no-op, 2 worker processes of concurrency 50', 'jobs/s', (x) => x.jobsPerSec, true],
   cycle: ['add + process 50,000', 'jobs/s', (x) => x.jobsPerSec, true],
   delayed: ['delayed punctuality, median (p99) lateness', 'ms', (x) => x.medianMs, false],
   rss: ['memory per waiting job beyond its 200-byte payload (1,000,000 jobs)', 'bytes', (x) => x.beyondPayload, false],
@@ -152,7 +172,7 @@ for (const [storageClass, cells] of [
   lines.push(`| workload | unit | ferroqueue (Node) | ferroqueue (Bun) | bunqueue (Bun) | ${bullCol ? 'BullMQ (Node) | ' : ''}ferroqueue / bunqueue | ${bullCol ? 'ferroqueue / BullMQ |' : ''}`)
   lines.push(`| --- | --- | ---: | ---: | ---: | ${bullCol ? '---: | ' : ''}---: | ${bullCol ? '---: |' : ''}`)
   const st = cells[0]
-  for (const w of WORKLOADS) {
+  for (const w of WORKLOADS.filter((x) => EMBEDDED.includes(x))) {
     const [label, unit, pick, higher] = metric[w]
     const fn = val(w, 'ferroqueue', 'node', st, pick)
     const fb = val(w, 'ferroqueue', 'bun', st, pick)
@@ -165,6 +185,22 @@ for (const [storageClass, cells] of [
       row += `${bm.text} | ${ratio(ferro, bq.v, higher)} | ${ratio(ferro, bm.v, higher)} |`
     } else row += `${ratio(ferro, bq.v, higher)} |`
     lines.push(row)
+  }
+  lines.push('')
+}
+if (pg) {
+  const pgV = execFileSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'], { encoding: 'utf8' }).trim()
+  const server = spawnSync(join(pgV, 'postgres'), ['--version'], { encoding: 'utf8' }).stdout.trim()
+  const pgDriver = JSON.parse(readFileSync(join(here, '..', 'node_modules', 'pg', 'package.json'), 'utf8')).version
+  lines.push(`**shared by processes (PostgreSQL: ${server}, fsync on; BullMQ's createPostgresBackend with pg ${pgDriver})**`)
+  lines.push('')
+  lines.push('| workload | unit | ferroqueue (Node) | BullMQ (Node) | ferroqueue / BullMQ |')
+  lines.push('| --- | --- | ---: | ---: | ---: |')
+  for (const w of WORKLOADS.filter((x) => SHARED.includes(x))) {
+    const [label, unit, pick, higher] = metric[w]
+    const f = val(w, 'ferroqueue', 'node', 'postgres', pick)
+    const b = val(w, 'bullmq', 'node', 'postgres', pick)
+    lines.push(`| ${label} | ${unit} | ${f.text} | ${b.text} | ${ratio(f.v, b.v, higher)} |`)
   }
   lines.push('')
 }

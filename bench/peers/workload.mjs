@@ -1,21 +1,33 @@
 // One workload of one system in this (fresh) process; prints one JSON line.
 //   <runtime> workload.mjs <system> <storage> <workload> <dir> [redisPort]
+// PostgreSQL's URL comes in BENCH_POSTGRES_URL.
 // Workloads (200-byte JSON payload):
 //   add1     10,000 awaited adds, one at a time                      -> jobs/s
 //   bulk     50,000 adds with addBulk in batches of 1,000            -> jobs/s
 //   process  50,000 waiting no-op jobs, one worker, concurrency 50   -> jobs/s
+//   process2 the same with two worker processes (shared backends only: PostgreSQL, Redis)
+//            -> jobs/s, from the first worker's start to the last completion
 //   cycle    a worker runs while 50,000 jobs are added in batches    -> jobs/s, first add to last completion
 //   delayed  1,000 jobs due at known times over 1 s                  -> median and p99 lateness (ms)
 //   rss      1,000,000 waiting jobs                                  -> bytes per job (process RSS, or Redis's)
 import { readFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { load } from './adapters.mjs'
 
-const [system, storage, workload, dir, redisPortText, redisPidText] = process.argv.slice(2)
+const [system, storage, workload, dir, redisPortText, redisPidText, queueName] = process.argv.slice(2)
 const runtime = typeof Bun !== 'undefined' ? `bun ${Bun.version}` : `node ${process.versions.node}`
 const payload = { user: 'u-000123', email: 'someone@example.com', plan: 'pro', tags: ['a', 'b', 'c'], note: 'x'.repeat(107) }
 const PAYLOAD_BYTES = JSON.stringify(payload).length
-const sys = await load(system, storage, { dir, redisPort: Number(redisPortText) })
-const name = `bench-${workload}-${process.pid}`
+const sys = await load(system, storage, { dir, redisPort: Number(redisPortText), pgUrl: process.env.BENCH_POSTGRES_URL })
+const name = queueName ?? `bench-${workload}-${process.pid}`
+
+// A worker process of `process2`: says when it starts, then runs until killed.
+if (workload === 'worker-child') {
+  console.log('START')
+  sys.worker(name, async () => {}, 50)
+  await new Promise(() => {})
+}
 
 const gc = () => (typeof Bun !== 'undefined' ? Bun.gc(true) : globalThis.gc?.())
 
@@ -67,6 +79,28 @@ switch (workload) {
     worker = sys.worker(name, async () => {}, 50)
     await untilCompleted(worker, n)
     out({ jobs: n, jobsPerSec: Math.round((n * 1000) / (performance.now() - t)) })
+    break
+  }
+  case 'process2': {
+    const n = 50_000
+    await fill(queue, n)
+    const self = fileURLToPath(import.meta.url)
+    const args = [self, system, storage, 'worker-child', dir, redisPortText, redisPidText, name]
+    let t = null
+    const children = [0, 1].map(() => {
+      const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+      p.stdout.on('data', () => (t ??= performance.now()))
+      return p
+    })
+    try {
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 20))
+        if (t !== null && (await queue.getJobCounts('completed')).completed >= n) break
+      }
+      out({ jobs: n, jobsPerSec: Math.round((n * 1000) / (performance.now() - t)) })
+    } finally {
+      for (const p of children) p.kill('SIGKILL')
+    }
     break
   }
   case 'cycle': {
