@@ -73,12 +73,17 @@ impl AckStatements {
         // Completed jobs leave the hot table for `finished` (or go, under removeOnComplete);
         // only activations whose token still holds count (a job whose lease expired and went to
         // another worker is that worker's now).
+        //
+        // Every ack finds its row by token (unique, from one sequence: `jobs_token`), never by
+        // `queue = $1`: once ANALYZE had seen the table empty, the planner read the primary key
+        // on `queue` alone and filtered every job of the queue (6–12 ms an ack of 50 at 50,000
+        // jobs, against 1 ms on fresh statistics).
         let complete = prep(format!(
             "WITH done AS (
                 DELETE FROM {s}.jobs j
                 USING unnest($2::int8[], $3::int8[], $4::text[], $5::bool[])
                     AS a(key, token, rv, keep)
-                WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
+                WHERE j.token = a.token AND j.key = a.key AND j.state::int4 = 3
                 RETURNING j.*, a.rv, a.keep
             ), moved AS (
                 INSERT INTO {s}.finished ({FINISHED_COLUMNS})
@@ -128,13 +133,13 @@ impl AckStatements {
                     attempts_made = j.attempts_made + 1, failed_reason = a.reason,
                     stacktrace = {stack}
                 FROM a, q
-                WHERE a.retry_in IS NOT NULL AND j.queue = $1 AND j.key = a.key
-                  AND j.state::int4 = 3 AND j.token = a.token
+                WHERE a.retry_in IS NOT NULL AND j.token = a.token AND j.key = a.key
+                  AND j.state::int4 = 3
                 RETURNING j.key, {id_j} AS id, j.state, {run_at_j} AS at
             ), gone AS (
                 DELETE FROM {s}.jobs j USING a
-                WHERE a.retry_in IS NULL AND j.queue = $1 AND j.key = a.key
-                  AND j.state::int4 = 3 AND j.token = a.token
+                WHERE a.retry_in IS NULL AND j.token = a.token AND j.key = a.key
+                  AND j.state::int4 = 3
                 RETURNING j.*, a.reason, a.exhausted, a.keep, {stack} AS stack
             ), moved AS (
                 INSERT INTO {s}.finished ({FINISHED_COLUMNS})
@@ -178,7 +183,7 @@ impl AckStatements {
                 SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END,
                     ord = -(q.ord0 + a.i), token = NULL, lease_until = NULL
                 FROM a, q
-                WHERE j.queue = $1 AND j.key = a.key AND j.state::int4 = 3 AND j.token = a.token
+                WHERE j.token = a.token AND j.key = a.key AND j.state::int4 = 3
                 RETURNING j.key, {id_j} AS id
             ), ev AS (
                 INSERT INTO {s}.events (queue, event, payload)

@@ -180,8 +180,10 @@ impl Statements {
             wait = after_ms("k.delay"),
         ))
         .await?;
-        // `key = ANY(ARRAY(…))` keeps the update on the primary key whatever the planner guesses
-        // of `LIMIT $2` (a join on the claimed keys chose a scan of the whole table).
+        // The claimed rows are updated by their `ctid` (a TID scan), whatever the planner guesses
+        // of `LIMIT $2` or of the table: a join on the claimed keys chose a scan of the whole
+        // table, and `key = ANY(ARRAY(…))`, once ANALYZE had seen the table empty, an index scan
+        // on `queue` alone that filtered every job of the queue (28 ms a claim at 50,000 jobs).
         let claimed_cols = hot_columns("j.");
         let claim = prep(format!(
             "WITH c AS (
@@ -189,8 +191,8 @@ impl Statements {
                 SET state = 3, token = nextval('{s}.tokens'),
                     lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond',
                     processed_on = {NOW_MS}, attempts_started = j.attempts_started + 1
-                WHERE j.queue = $1 AND j.key = ANY(ARRAY(
-                    SELECT key FROM {s}.jobs
+                WHERE j.ctid = ANY(ARRAY(
+                    SELECT ctid FROM {s}.jobs
                     WHERE queue = $1 AND state IN (0, 1)
                       AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND paused)
                     ORDER BY priority, ord

@@ -43,13 +43,12 @@ impl LeaseStatements {
     pub async fn prepare(client: &Client, t: &Target) -> Result<LeaseStatements, EngineError> {
         let s = t.schema();
         let prep = |sql: String| async move { prepare(client, t, &sql).await };
-        // One primary-key lookup per lease (see the completion in jobs.rs for the plan).
+        // One lookup of the token index per lease (see `acks.rs` for why by token).
         let renew = prep(format!(
             "UPDATE {s}.jobs j
             SET lease_until = clock_timestamp() + $4::int8 * interval '1 millisecond'
             FROM unnest($1::text[], $2::int8[], $3::int8[]) AS l(queue, key, token)
-            WHERE j.queue = l.queue AND j.key = l.key AND j.state::int4 = 3
-              AND j.token = l.token
+            WHERE j.token = l.token AND j.key = l.key AND j.state::int4 = 3
             RETURNING j.queue, j.key"
         ))
         .await?;
