@@ -76,8 +76,8 @@ impl AckStatements {
         //
         // Every ack finds its row by token (unique, from one sequence: `jobs_token`), never by
         // `queue = $1`: once ANALYZE had seen the table empty, the planner read the primary key
-        // on `queue` alone and filtered every job of the queue (6–12 ms an ack of 50 at 50,000
-        // jobs, against 1 ms on fresh statistics).
+        // on `queue` alone and filtered every job of the queue (5.8 ms an ack of 50 at 50,000
+        // jobs, against 0.6 ms by token).
         let complete = prep(format!(
             "WITH done AS (
                 DELETE FROM {s}.jobs j
