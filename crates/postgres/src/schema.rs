@@ -135,7 +135,7 @@ CREATE TRIGGER jobs_inserted_ready AFTER INSERT ON {s}.jobs
 CREATE TRIGGER jobs_updated_ready AFTER UPDATE ON {s}.jobs
     REFERENCING NEW TABLE AS ready_rows FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_ready();
 "#,
-    // Acks, renewals and the sweep find an activation by its token (unique: one sequence), so
+    // Acks and renewals find an activation by its token (unique: one sequence), so
     // their plans never depend on what ANALYZE last saw of the table (see acks.rs).
     r#"
 CREATE UNIQUE INDEX jobs_token ON {s}.jobs (token) WHERE token IS NOT NULL;
