@@ -354,6 +354,15 @@ describe('Job#remove', () => {
 })
 
 describe('delayed jobs', () => {
+  it('a delay counts from the job timestamp: one already past is ready at once', async () => {
+    const q = mkQueue()
+    const past = await q.add('past', {}, { delay: 60_000, timestamp: Date.now() - 61_000 })
+    const half = await q.add('half', {}, { delay: 60_000, timestamp: Date.now() - 30_000 })
+    expect(await q.getJobState(past.id)).toBe('waiting')
+    expect(await q.getJobState(half.id)).toBe('delayed')
+    expect((await q.getJob(half.id)).delay).toBe(60_000)
+  })
+
   it('run in run-at order: delays 150/50/100 are processed 50, 100, 150', async () => {
     const q = mkQueue()
     const t = Date.now()

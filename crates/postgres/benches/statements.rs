@@ -33,6 +33,7 @@ async fn main() {
         opts: None,
         priority: 0,
         delay: 0,
+        due_in: 0,
         lifo: false,
         timestamp: i as i64,
         custom_id: None,

@@ -123,8 +123,31 @@ pub async fn connect(target: &Target) -> Result<Client, EngineError> {
         // The client sees a dropped connection as errors on its calls.
         let _ = connection.await;
     });
+    client
+        .batch_execute(SESSION)
+        .await
+        .map_err(|e| target.error("cannot configure the connection", e))?;
     Ok(client)
 }
+
+/// How every connection plans, so that no plan depends on what ANALYZE last saw of a queue's
+/// tables (they go from empty to 100,000 jobs and back within seconds) or on cost estimates:
+/// - indexes, never sequential or bitmap scans where an index applies: a claim walks the ready
+///   index in its order and stops at its limit. A bitmap scan, chosen on a table analyzed while
+///   nearly empty, read and sorted all 20,000 ready jobs of a queue to claim 50 (24 ms against
+///   0.8 ms); a generic plan, which guesses a tenth of the table for `LIMIT $n`, chose a
+///   sequential scan and a sort. A plain index scan also marks the entries of dead rows it
+///   passes, so the next scans skip them, where a bitmap scan reads them again until VACUUM (a
+///   sweep read 50,000 dead entries per round: 64 ms);
+/// - nested loops only: every join here matches a batch against an index, one lookup per
+///   element (a merge join read the whole token index per ack);
+/// - generic plans, made once per prepared statement (and again when ANALYZE changes a table's
+///   statistics): custom plans re-planned each claim and ack, about 1 ms of planning per call.
+///
+/// Measured: processing 15-18k -> 17-20k jobs/s on a fresh schema.
+const SESSION: &str = "SET enable_seqscan = off; SET enable_bitmapscan = off; \
+    SET enable_hashjoin = off; SET enable_mergejoin = off; \
+    SET plan_cache_mode = force_generic_plan";
 
 /// Opens one connection that the caller drives itself (to receive `NOTIFY` messages).
 ///

@@ -28,8 +28,13 @@ pub struct NewRow {
     /// Options as the user gave them (JSON text).
     pub opts: Option<String>,
     pub priority: i32,
-    /// Milliseconds from now (the database's now) before it may run; 0: ready.
+    /// The job's `delay` option (ms), as BullMQ shows it.
     pub delay: i64,
+    /// Milliseconds from now (the database's now) before it may run; 0 or less: ready. The
+    /// caller counts it from the job's `timestamp` (`timestamp + delay - now`, as the embedded
+    /// engine and BullMQ do), so jobs added with one timestamp run in the order of their
+    /// delays however long their adds took.
+    pub due_in: i64,
     /// First of its priority instead of last.
     pub lifo: bool,
     /// Creation time (ms since the epoch, the producer's clock, as BullMQ's `timestamp`).
@@ -86,6 +91,8 @@ pub(crate) fn after_ms(ms_expr: &str) -> String {
 /// The hot path's statements, prepared on one connection.
 pub struct Statements {
     add: Statement,
+    /// `add` for a batch without custom ids: no id arbitration, no row per job back.
+    add_plain: Statement,
     claim: Statement,
     promote: Statement,
     /// Completions, failures and releases (`acks.rs`).
@@ -120,8 +127,9 @@ impl Statements {
                        count(*) FILTER (WHERE j.cid IS NULL) OVER (ORDER BY j.i) AS auto_i,
                        count(*) FILTER (WHERE j.cid IS NOT NULL) OVER (ORDER BY j.i) AS cus_i
                 FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
-                            $7::bool[], $8::int8[], $9::text[])
-                        WITH ORDINALITY AS j(name, data, opts, priority, delay, lifo, ts, cid, i)
+                            $7::bool[], $8::int8[], $9::text[], $10::int8[])
+                        WITH ORDINALITY
+                        AS j(name, data, opts, priority, delay, lifo, ts, cid, due_in, i)
             ), n AS (
                 SELECT count(*) FILTER (WHERE cid IS NULL) AS autos,
                        count(*) FILTER (WHERE cid IS NOT NULL) AS customs,
@@ -152,11 +160,12 @@ impl Statements {
                 INSERT INTO {s}.jobs (queue, key, custom_id, name, data, opts, state, priority,
                                       ord, delay, run_at, timestamp)
                 SELECT $1, k.key, k.cid, k.name, k.data, k.opts,
-                       CASE WHEN k.delay > 0 THEN 2 WHEN k.priority > 0 THEN 1 ELSE 0 END,
+                       CASE WHEN k.delay > 0 AND k.due_in > 0 THEN 2
+                            WHEN k.priority > 0 THEN 1 ELSE 0 END,
                        k.priority,
                        CASE WHEN k.lifo THEN -k.o ELSE k.o END,
                        k.delay,
-                       CASE WHEN k.delay > 0
+                       CASE WHEN k.delay > 0 AND k.due_in > 0
                             THEN {wait} END,
                        k.ts
                 FROM k
@@ -177,7 +186,46 @@ impl Statements {
                    e.key
             FROM k LEFT JOIN {s}.job_ids e ON e.queue = $1 AND e.custom_id = k.cid
             ORDER BY k.i",
-            wait = after_ms("k.delay"),
+            wait = after_ms("k.due_in"),
+        ))
+        .await?;
+        // Without custom ids every job of the batch is new and its key is known from the
+        // queue's reserved range alone (`id0 + i`), so nothing is looked up, sorted or sent back
+        // per job: a third less time per row than `add`.
+        let add_plain = prep(format!(
+            "WITH a AS (
+                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
+                                     $7::bool[], $8::int8[], $9::int8[])
+                    WITH ORDINALITY AS j(name, data, opts, priority, delay, lifo, ts, due_in, i)
+            ), q AS (
+                INSERT INTO {s}.queues AS q (name, last_auto_id, order_seq)
+                VALUES ($1, cardinality($2::text[]), cardinality($2::text[]))
+                ON CONFLICT (name) DO UPDATE
+                SET last_auto_id = q.last_auto_id + EXCLUDED.last_auto_id,
+                    order_seq = q.order_seq + EXCLUDED.order_seq
+                RETURNING last_auto_id - cardinality($2::text[]) AS id0,
+                          order_seq - cardinality($2::text[]) AS ord0
+            ), ins AS (
+                INSERT INTO {s}.jobs (queue, key, name, data, opts, state, priority, ord, delay,
+                                      run_at, timestamp)
+                SELECT $1, q.id0 + a.i, a.name, a.data, a.opts,
+                       CASE WHEN a.delay > 0 AND a.due_in > 0 THEN 2
+                            WHEN a.priority > 0 THEN 1 ELSE 0 END,
+                       a.priority,
+                       CASE WHEN a.lifo THEN -(q.ord0 + a.i) ELSE q.ord0 + a.i END,
+                       a.delay,
+                       CASE WHEN a.delay > 0 AND a.due_in > 0 THEN {wait} END,
+                       a.ts
+                FROM a, q
+                RETURNING key, name, run_at
+            ), added AS (
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT $1, 'added', json_agg(json_build_object(
+                    'id', key::text, 'name', name, 'at', COALESCE({run_at}, 0)))::text
+                FROM ins HAVING count(*) > 0
+            )
+            SELECT id0 FROM q",
+            wait = after_ms("a.due_in"),
         ))
         .await?;
         // The claimed rows are updated by their `ctid` (a TID scan), whatever the planner guesses
@@ -258,6 +306,7 @@ impl Statements {
         .await?;
         Ok(Statements {
             add,
+            add_plain,
             claim,
             promote,
             acks: AckStatements::prepare(client, t).await?,
@@ -281,14 +330,33 @@ impl Statements {
         let opts: Vec<Option<&str>> = jobs.iter().map(|j| j.opts.as_deref()).collect();
         let prio: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
         let delay: Vec<i64> = jobs.iter().map(|j| j.delay).collect();
+        let due: Vec<i64> = jobs.iter().map(|j| j.due_in).collect();
         let lifo: Vec<bool> = jobs.iter().map(|j| j.lifo).collect();
         let ts: Vec<i64> = jobs.iter().map(|j| j.timestamp).collect();
+        if jobs.iter().all(|j| j.custom_id.is_none()) {
+            let rows = crate::connect::query_retrying(
+                client,
+                &self.add_plain,
+                &[
+                    &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &due,
+                ],
+            )
+            .await
+            .map_err(|e| t.error("cannot add jobs", e))?;
+            let id0: i64 = rows
+                .first()
+                .map(|r| r.get(0))
+                .ok_or_else(|| EngineError::Internal("an add without its queue row".into()))?;
+            return Ok((1..=jobs.len() as i64)
+                .map(|i| AddedRow::New(id0 + i))
+                .collect());
+        }
         let ids: Vec<Option<&str>> = jobs.iter().map(|j| j.custom_id.as_deref()).collect();
         let rows = crate::connect::query_retrying(
             client,
             &self.add,
             &[
-                &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids,
+                &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids, &due,
             ],
         )
         .await

@@ -52,7 +52,8 @@ impl LeaseStatements {
             RETURNING j.queue, j.key"
         ))
         .await?;
-        // Expired leases, oldest first: those stalled too often move to `finished` as failed,
+        // Expired leases, oldest first, read through the token index (every active job has a
+        // token; `lease_until` has no index, so renewals are HOT updates): those stalled too often move to `finished` as failed,
         // the others go back to the head of waiting (a fresh negative order from their queue,
         // as recovery does in the embedded engine and BullMQ's stalled check does).
         let sweep = prep(format!(
@@ -60,7 +61,8 @@ impl LeaseStatements {
                 SELECT ctid AS row, queue, key, stalled_counter + 1 > $2 AS too_often,
                        lease_until
                 FROM {s}.jobs
-                WHERE state = 3 AND lease_until < (SELECT clock_timestamp())
+                WHERE token IS NOT NULL AND state = 3
+                  AND lease_until < (SELECT clock_timestamp())
                 ORDER BY lease_until
                 LIMIT $1
                 FOR UPDATE SKIP LOCKED

@@ -7,7 +7,8 @@
 //! - `queues`: one row per queue: paused flag, automatic id and admission-order sequences.
 //! - `jobs`: the hot table of unfinished jobs (waiting, prioritized, delayed, active), kept small:
 //!   finished jobs leave it. Partial indexes per state: ready `(queue, priority, ord)`, delayed
-//!   `(run_at)`, leases `(lease_until)`. Fill factor 70 leaves room for in-page updates.
+//!   `(run_at)`, active `(token)` (acks, renewals and the sweep go by it). Fill factor 70 leaves
+//!   room for in-page (HOT) updates: a lease renewal changes no indexed column.
 //! - `finished`: completed and failed jobs, in about the order they finished (`seq`, taken at
 //!   insert: concurrent batches interleave), for getters and retention.
 //! - `job_ids`: custom ids (`jobId`), unique per queue across `jobs` and `finished`.
@@ -19,7 +20,8 @@
 //! whenever a statement leaves jobs ready (an add, a retry, a promotion, a stalled job put back),
 //! so idle workers in any process wake without polling; `{schema}_delayed` when a statement
 //! leaves jobs delayed (the elected process recomputes its next promotion) and `{schema}_events`
-//! when one writes events (QueueEvents readers read).
+//! when one writes events (QueueEvents readers read). Version 3 adds the token index
+//! (`jobs_token`); version 4 drops the lease index, whose work the token index does.
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -28,7 +30,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 3;
+pub const VERSION: i32 = 4;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -139,6 +141,12 @@ CREATE TRIGGER jobs_updated_ready AFTER UPDATE ON {s}.jobs
     // their plans never depend on what ANALYZE last saw of the table (see acks.rs).
     r#"
 CREATE UNIQUE INDEX jobs_token ON {s}.jobs (token) WHERE token IS NOT NULL;
+"#,
+    // The sweep finds expired leases through `jobs_token` (every active job has a token), so
+    // `lease_until` is in no index: a renewal then changes no indexed column and is a HOT
+    // update, in the page, with no index entry, and a claim writes one index entry fewer.
+    r#"
+DROP INDEX {s}.jobs_leases;
 "#,
 ];
 

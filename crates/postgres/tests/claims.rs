@@ -18,6 +18,7 @@ fn row(name: &str, priority: i32, lifo: bool, delay: i64) -> NewRow {
         opts: None,
         priority,
         delay,
+        due_in: delay,
         lifo,
         timestamp: 1,
         custom_id: None,
@@ -346,4 +347,47 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
         .get(0);
     let traces: Vec<String> = (1..11).map(|n| format!("\"trace {n}\"")).collect();
     assert_eq!(stack, format!("[{}]", traces.join(", ")));
+}
+
+/// A claim walks the ready index in its order and stops at its limit, whatever ANALYZE last
+/// saw: here it saw none of the queue's jobs (the plan a prepared claim gets).
+#[tokio::test]
+async fn a_claim_walks_the_ready_index_whatever_analyze_saw() {
+    let Some((t, c, st)) = ready("plan").await else {
+        return;
+    };
+    let s = t.schema();
+    // ANALYZE sees only another queue's jobs: to the planner, "q" is a rare value.
+    let rows: Vec<NewRow> = (0..20_000).map(|_| row("j", 0, false, 0)).collect();
+    st.add_bulk(&c, &t, "other", &rows).await.expect("added");
+    c.batch_execute(&format!("ANALYZE {s}.jobs; DELETE FROM {s}.jobs"))
+        .await
+        .expect("analyzed");
+    st.add_bulk(&c, &t, "q", &rows).await.expect("added");
+    // Costs that favour reading the whole queue (random reads dear): the plan must not change.
+    c.batch_execute("SET random_page_cost = 1000")
+        .await
+        .expect("costs");
+    c.batch_execute(&format!(
+        "PREPARE candidates(text, int8) AS
+         SELECT ctid FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1)
+         ORDER BY priority, ord LIMIT $2 FOR UPDATE SKIP LOCKED"
+    ))
+    .await
+    .expect("prepared");
+    let mut plan = String::new();
+    for m in c
+        .simple_query("EXPLAIN EXECUTE candidates('q', 50)")
+        .await
+        .expect("explained")
+    {
+        if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
+            plan.push_str(r.get(0).unwrap_or_default());
+            plan.push('\n');
+        }
+    }
+    assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
+    assert!(!plan.contains("Sort") && !plan.contains("Bitmap"), "{plan}");
+    let got = st.claim(&c, &t, "q", 50, 30_000).await.expect("claimed");
+    assert_eq!(got.len(), 50);
 }

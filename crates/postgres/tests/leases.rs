@@ -18,6 +18,7 @@ fn row(name: &str) -> NewRow {
         opts: None,
         priority: 0,
         delay: 0,
+        due_in: 0,
         lifo: false,
         timestamp: 1,
         custom_id: None,

@@ -111,7 +111,8 @@ async fn lead(s: &Shared) -> Result<(), ()> {
     Ok(())
 }
 
-fn now_ms() -> i64 {
+/// Milliseconds since the epoch by this process's clock.
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -18,17 +18,25 @@ use crate::record::state_number;
 
 /// Adds jobs, all or none; answers each, in order.
 pub(super) async fn add(s: &Shared, queue: &Arc<str>, jobs: Vec<NewJob>) -> Result<Vec<Added>> {
+    // A delay counts from the job's timestamp, as in the embedded engine and BullMQ: the
+    // producer's clock says how much of it has passed, the database's clock when it ends.
+    let now = super::upkeep::now_ms();
     let rows: Vec<NewRow> = jobs
         .into_iter()
-        .map(|j| NewRow {
-            name: j.name,
-            data: j.data.into(),
-            opts: j.opts_json.map(String::from),
-            priority: j.opts.priority as i32,
-            delay: j.opts.delay.min(i64::MAX as u64) as i64,
-            lifo: j.opts.lifo,
-            timestamp: j.timestamp.min(i64::MAX as u64) as i64,
-            custom_id: j.opts.job_id.map(String::from),
+        .map(|j| {
+            let due = (j.timestamp as i128 + j.opts.delay as i128 - now as i128)
+                .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            NewRow {
+                name: j.name,
+                data: j.data.into(),
+                opts: j.opts_json.map(String::from),
+                priority: j.opts.priority as i32,
+                delay: j.opts.delay.min(i64::MAX as u64) as i64,
+                due_in: due,
+                lifo: j.opts.lifo,
+                timestamp: j.timestamp.min(i64::MAX as u64) as i64,
+                custom_id: j.opts.job_id.map(String::from),
+            }
         })
         .collect();
     let c = s.pool.get().await?;
