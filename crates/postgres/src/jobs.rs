@@ -88,6 +88,21 @@ pub(crate) fn after_ms(ms_expr: &str) -> String {
     format!("clock_timestamp() + LEAST({ms_expr}, 9007199254740992) * interval '1 millisecond'")
 }
 
+/// The state of a new job (columns of prefix `p`): delayed while its delay, counted from its
+/// timestamp, has not passed (`due_in > 0`), else prioritized or waiting, as in the engine.
+fn first_state(p: &str) -> String {
+    format!(
+        "CASE WHEN {p}delay > 0 AND {p}due_in > 0 THEN 2 \
+         WHEN {p}priority > 0 THEN 1 ELSE 0 END"
+    )
+}
+
+/// The run-at of a new job (columns of prefix `p`): `due_in` from now, when it is delayed.
+fn first_run_at(p: &str) -> String {
+    let wait = after_ms(&format!("{p}due_in"));
+    format!("CASE WHEN {p}delay > 0 AND {p}due_in > 0 THEN {wait} END")
+}
+
 /// The hot path's statements, prepared on one connection.
 pub struct Statements {
     add: Statement,
@@ -160,13 +175,11 @@ impl Statements {
                 INSERT INTO {s}.jobs (queue, key, custom_id, name, data, opts, state, priority,
                                       ord, delay, run_at, timestamp)
                 SELECT $1, k.key, k.cid, k.name, k.data, k.opts,
-                       CASE WHEN k.delay > 0 AND k.due_in > 0 THEN 2
-                            WHEN k.priority > 0 THEN 1 ELSE 0 END,
+                       {state},
                        k.priority,
                        CASE WHEN k.lifo THEN -k.o ELSE k.o END,
                        k.delay,
-                       CASE WHEN k.delay > 0 AND k.due_in > 0
-                            THEN {wait} END,
+                       {run_at_new},
                        k.ts
                 FROM k
                 WHERE k.cid IS NULL OR k.key IN (SELECT key FROM ids)
@@ -186,12 +199,13 @@ impl Statements {
                    e.key
             FROM k LEFT JOIN {s}.job_ids e ON e.queue = $1 AND e.custom_id = k.cid
             ORDER BY k.i",
-            wait = after_ms("k.due_in"),
+            state = first_state("k."),
+            run_at_new = first_run_at("k."),
         ))
         .await?;
         // Without custom ids every job of the batch is new and its key is known from the
         // queue's reserved range alone (`id0 + i`), so nothing is looked up, sorted or sent back
-        // per job: a third less time per row than `add`.
+        // per job (addBulk of 1,000: 55-58k -> 62-85k jobs/s here).
         let add_plain = prep(format!(
             "WITH a AS (
                 SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
@@ -209,12 +223,11 @@ impl Statements {
                 INSERT INTO {s}.jobs (queue, key, name, data, opts, state, priority, ord, delay,
                                       run_at, timestamp)
                 SELECT $1, q.id0 + a.i, a.name, a.data, a.opts,
-                       CASE WHEN a.delay > 0 AND a.due_in > 0 THEN 2
-                            WHEN a.priority > 0 THEN 1 ELSE 0 END,
+                       {state},
                        a.priority,
                        CASE WHEN a.lifo THEN -(q.ord0 + a.i) ELSE q.ord0 + a.i END,
                        a.delay,
-                       CASE WHEN a.delay > 0 AND a.due_in > 0 THEN {wait} END,
+                       {run_at_new},
                        a.ts
                 FROM a, q
                 RETURNING key, name, run_at
@@ -225,7 +238,8 @@ impl Statements {
                 FROM ins HAVING count(*) > 0
             )
             SELECT id0 FROM q",
-            wait = after_ms("a.due_in"),
+            state = first_state("a."),
+            run_at_new = first_run_at("a."),
         ))
         .await?;
         // The claimed rows are updated by their `ctid` (a TID scan), whatever the planner guesses

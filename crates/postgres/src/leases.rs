@@ -53,9 +53,10 @@ impl LeaseStatements {
         ))
         .await?;
         // Expired leases, oldest first, read through the token index (every active job has a
-        // token; `lease_until` has no index, so renewals are HOT updates): those stalled too often move to `finished` as failed,
-        // the others go back to the head of waiting (a fresh negative order from their queue,
-        // as recovery does in the embedded engine and BullMQ's stalled check does).
+        // token; `lease_until` has no index, so renewals are HOT updates): those stalled too
+        // often move to `finished` as failed, the others go back to the head of waiting (a fresh
+        // negative order from their queue, as recovery does in the embedded engine and BullMQ's
+        // stalled check does).
         let sweep = prep(format!(
             "WITH expired AS (
                 SELECT ctid AS row, queue, key, stalled_counter + 1 > $2 AS too_often,
