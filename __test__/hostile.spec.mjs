@@ -221,14 +221,22 @@ describe('found by the fuzz test itself', () => {
 
   it('an id reused after obliterate({ force: true }) does not strand either activation', async () => {
     const q = mkQueue()
-    const w = mkWorker(q.name, () => delay(30), { concurrency: 3 })
+    // The old job is held active until the new one has started; its stale ack then comes while
+    // the new activation runs. (Polling its state raced a 30 ms processor: a poll answered late
+    // on a new PostgreSQL connection saw it completed and never active.)
+    let release
+    const held = new Promise((r) => (release = r))
+    const w = mkWorker(q.name, (job) => (job.name === 'old' ? held : delay(30)), { concurrency: 3 })
+    const oldStarted = once(w, 'active')
     const old = await q.add('old', {})
-    await waitFor(async () => (await q.getJobState(old.id)) === 'active')
+    await oldStarted
+    expect(await q.getJobState(old.id)).toBe('active')
     await q.obliterate({ force: true })
     const started = once(w, 'active')
     const reborn = await q.add('new', {})
     expect(reborn.id).toBe(old.id)
     expect((await started)[0].name).toBe('new')
+    release()
     // A graceful close waits for the new activation too (the old one's stale ack used to drop it).
     await w.close()
     expect(await q.getJobCounts('active', 'waiting', 'completed')).toEqual({ active: 0, waiting: 0, completed: 1 })
