@@ -307,10 +307,14 @@ describe('memory', () => {
       return process.memoryUsage().rss
     }
     await round(500_000) // warm up: the allocator and the JIT settle
-    const before = await round(500_000)
-    const after = await round(2_000_000)
-    // The leak grew RSS by 16 MB over these 2,000,000 jobs.
-    expect((after - before) / 1e6).toBeLessThan(6)
+    // The leak grew RSS by 16 MB over every 2,000,000 jobs, so it fails each try. A heap that
+    // grows once (Bun, late in the full suite, grew 15 MB in one try) passes on the next.
+    let growth = Infinity
+    for (let tries = 0; tries < 3 && growth >= 6; tries++) {
+      const before = await round(500_000)
+      growth = ((await round(2_000_000)) - before) / 1e6
+    }
+    expect(growth).toBeLessThan(6)
   })
 })
 
