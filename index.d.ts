@@ -88,6 +88,14 @@ export interface QueueOptions extends QueueBaseOptions {
 export interface WorkerOptions extends QueueBaseOptions {
   /** Jobs processed at once by this worker (default 1). */
   concurrency?: number
+  /**
+   * Jobs claimed beyond the free slots (ferroqueue's own option), so that the next claim's round
+   * trip overlaps the jobs running. Claimed jobs count as active; they start (and `active` fires)
+   * as slots free, in claim order; `pause()` and `close()` give back those not started. Left out:
+   * adaptive on PostgreSQL (enough for two round trips at the rate jobs start, so a worker of
+   * long jobs holds none back), 0 on the embedded engine, where a claim costs no round trip.
+   */
+  prefetch?: number
   /** Start processing in the constructor (default true); otherwise call `run()`. */
   autorun?: boolean
   /** Seconds a pull waits for a job before looping (default 5). */

@@ -19,7 +19,7 @@ const CLASSES = {
     unsupported: [...REDIS_ONLY, 'streams', 'skipMetasUpdate', 'settings'],
   },
   Worker: {
-    known: [...COMMON, 'concurrency', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
+    known: [...COMMON, 'concurrency', 'prefetch', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
     unsupported: [
       ...REDIS_ONLY,
       'name',

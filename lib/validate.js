@@ -88,6 +88,11 @@ function concurrency(v) {
   integerIn('concurrency', v, 1, MAX_U32)
 }
 
+/** A worker's prefetch: jobs claimed beyond its free slots, an integer in 0..=2^32-1. */
+function prefetch(v) {
+  integerIn('prefetch', v, 0, MAX_U32)
+}
+
 /** `removeOnComplete` / `removeOnFail`, by the engine's rules (see options.rs `parse_keep`). */
 function keepJobs(option, v) {
   if (v === undefined || typeof v === 'boolean') return
@@ -296,6 +301,7 @@ module.exports = {
   integerAtLeast,
   integerIn,
   concurrency,
+  prefetch,
   keepJobs,
   jobOptions,
   ownOptions,

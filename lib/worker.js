@@ -3,13 +3,17 @@
 // runs the user's processor on each, and acknowledges outcomes in one sync call per tick.
 
 const { binding, fromBinding, isPending, native } = require('./native')
-const { QueueError, typeError, rangeError, textOf } = require('./errors')
+const { QueueError, typeError, rangeError } = require('./errors')
 const { Job } = require('./job')
+const { Prefetch } = require('./prefetch')
+const { decideBackoff } = require('./backoff')
 const { QueueHandle } = require('./handle')
 const { Completed, Retrying, Failed, Stale, first, failureOf, retentionJson, customBackoff, settleJob } = require('./outcome')
 const v = require('./validate')
 
 let nextPuller = 1
+/** The most jobs one pull asks for (a u32 of the binding). */
+const MAX_PULL = 2 ** 32 - 1
 
 class Worker extends QueueHandle {
   /**
@@ -24,6 +28,7 @@ class Worker extends QueueHandle {
     let keep
     super('Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
+      if (o.prefetch !== undefined) v.prefetch(o.prefetch)
       v.optionalBoolean('autorun', o.autorun)
       v.number('drainDelay', o.drainDelay ?? 5)
       if (!(o.drainDelay === undefined || (o.drainDelay > 0 && o.drainDelay <= 3600))) {
@@ -35,6 +40,9 @@ class Worker extends QueueHandle {
     const concurrency = o.concurrency ?? 1
     const drainDelay = o.drainDelay ?? 5
     this._concurrency = concurrency
+    this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
+    /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
+    this._buffer = []
     this._processor = processor
     this._backoffStrategy = o.settings === undefined ? undefined : o.settings.backoffStrategy
     try {
@@ -134,6 +142,24 @@ class Worker extends QueueHandle {
     })
   }
 
+  /** Starts claimed jobs while slots are free. */
+  _startBuffered() {
+    const buffer = this._buffer
+    if (buffer.length === 0 || this._paused || this._closing) return
+    const n = Math.min(buffer.length, this._concurrency - this._processing)
+    if (n <= 0) return
+    const records = n === buffer.length ? buffer : buffer.slice(0, n)
+    this._buffer = n === buffer.length ? [] : buffer.slice(n)
+    for (let i = 0; i < records.length; i++) this._start(records[i])
+  }
+
+  /** Gives the claimed jobs that have not started back to waiting. */
+  _releaseBuffer() {
+    const buffer = this._buffer
+    this._buffer = []
+    this._release(buffer, true)
+  }
+
   _sleep() {
     return new Promise((resolve) => {
       this._wake = resolve
@@ -151,28 +177,39 @@ class Worker extends QueueHandle {
   async _loop() {
     const h = this._h
     while (!this._closing) {
-      if (this._paused || this._processing >= this.concurrency) {
+      if (this._paused) {
         await this._sleep()
         continue
       }
-      const free = this.concurrency - this._processing
+      this._startBuffered()
+      // Free slots, plus the jobs to hold ready beyond them.
+      // A claim goes once half the held jobs have started, so that it is back before they run out.
+      const want = Math.min(this._concurrency - this._processing + this._prefetch.size - this._buffer.length, MAX_PULL)
+      if (want <= 0 || this._buffer.length * 2 > this._prefetch.size) {
+        await this._sleep()
+        continue
+      }
       let text
       try {
-        text = binding.tryPull(h, free)
-        if (isPending(text)) text = await native(text)
+        const sent = performance.now()
+        text = binding.tryPull(h, want)
+        if (isPending(text)) {
+          text = await native(text)
+          this._prefetch.adapt(performance.now() - sent, this._concurrency)
+        }
       } catch (e) {
         this._emitError(fromBinding(e))
         await new Promise((r) => setTimeout(r, 100))
         continue
       }
       if (text.length === 2) {
-        if (this._active.size === 0 && this._emitting.size === 0) this._maybeDrained()
+        if (this._active.size === 0 && this._emitting.size === 0 && this._buffer.length === 0) this._maybeDrained()
         // A pending try (a database round trip) lets close() or pause() run meanwhile: they
         // found no pull to cancel, so none may start now.
         if (this._closing || this._paused) continue
         this._pulling = true
         try {
-          text = await binding.pull(h, this._puller, free, this._pullTimeout)
+          text = await binding.pull(h, this._puller, want, this._pullTimeout)
         } catch (e) {
           this._emitError(fromBinding(e))
           text = '[]'
@@ -182,13 +219,15 @@ class Worker extends QueueHandle {
       }
       if (text.length === 2) continue
       const records = JSON.parse(text)
-      if (this._closing) {
-        // Taken while the worker was closing: give them back untouched for another worker.
-        this._release(records)
+      if (this._closing || this._paused) {
+        // Taken while the worker was closing or pausing: give them back untouched for another
+        // worker.
+        this._release(records, true)
         continue
       }
-      for (let i = 0; i < records.length; i++) this._start(records[i])
+      this._buffer = this._buffer.length === 0 ? records : this._buffer.concat(records)
     }
+    this._releaseBuffer()
   }
 
   _maybeDrained() {
@@ -220,6 +259,7 @@ class Worker extends QueueHandle {
     // By token, not id: after obliterate() an id comes back while its old activation may still run.
     this._active.set(entry.token, entry)
     this._processing++
+    this._prefetch.starts++
     this._worked = true
     this._emitSafe('active', job, 'waiting')
     try {
@@ -258,51 +298,13 @@ class Worker extends QueueHandle {
     entry.error = f.error
     entry.reason = f.reason
     if (entry.backoff !== null && !f.unrecoverable && entry.attemptsMade + 1 < entry.attempts) {
-      this._customBackoff(entry, f)
+      const send = (delay, noRetry) => {
+        this._queueAck(entry, this._failText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
+      }
+      decideBackoff(this._backoffStrategy, entry, f.error, send, (e) => this._emitError(e))
       return
     }
     this._queueAck(entry, this._failText(entry, f.reason, f.stack, f.unrecoverable, this._keepFail))
-  }
-
-  /**
-   * A retry whose wait `settings.backoffStrategy` decides (BullMQ's custom backoff): called with
-   * (attemptsMade, type, err, job), it returns (or resolves) the wait in ms, or -1 for no retry.
-   * Without a strategy, or when it throws or answers something else, the job fails without retry
-   * and the worker emits `error` (ERR_BACKOFF_STRATEGY) saying why.
-   */
-  _customBackoff(entry, f) {
-    const type = entry.backoff
-    const send = (delay, noRetry) => {
-      this._queueAck(entry, this._failText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
-    }
-    const refuse = (message, cause) => {
-      const e = new QueueError('ERR_BACKOFF_STRATEGY', `${message}; job ${entry.id} failed without retry`)
-      if (cause !== undefined) e.cause = cause
-      this._emitError(e)
-      send(undefined, true)
-    }
-    const decide = (d) => {
-      if (d === -1) send(undefined, true)
-      else if (typeof d === 'number' && Number.isFinite(d) && d >= 0) send(Math.round(d), false)
-      else refuse(`settings.backoffStrategy must return a number >= 0 (ms), or -1 for no retry, got ${v.describe(d)}`)
-    }
-    const strategy = this._backoffStrategy
-    if (strategy === undefined) {
-      refuse(`backoff type ${JSON.stringify(textOf(type))} is not built in ('fixed', 'exponential'): give the Worker settings.backoffStrategy`)
-      return
-    }
-    let r
-    try {
-      r = strategy(entry.attemptsMade + 1, type, f.error, entry.job)
-    } catch (e) {
-      refuse(`settings.backoffStrategy threw: ${textOf(e)}`, e)
-      return
-    }
-    if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
-      Promise.prototype.then.call(r instanceof Promise ? r : Promise.resolve(r), decide, (e) =>
-        refuse(`settings.backoffStrategy rejected: ${textOf(e)}`, e),
-      )
-    } else decide(r)
   }
 
   _failText(entry, reason, stack, unrecoverable, keep, delay) {
@@ -331,6 +333,7 @@ class Worker extends QueueHandle {
     if (texts.length === 0) return
     const results = this._ackAll(texts, entries)
     if (isPending(results)) {
+      this._startBuffered()
       // Acks answered later (held back by the writer's backlog, or a database round trip):
       // settle the jobs when they are. If the answer fails (the storage failed, or the round
       // trip), the outcomes count as not recorded here; a durable backend delivers those jobs
@@ -353,6 +356,7 @@ class Worker extends QueueHandle {
       return
     }
     this._acked(entries, results)
+    this._startBuffered()
   }
 
   /** Settles acked jobs with their outcomes and reports them once durable. */
@@ -370,7 +374,7 @@ class Worker extends QueueHandle {
         if (result === Completed) this._emitSafe('completed', job, value, 'active')
         else if (result === Retrying || result === Failed) this._emitSafe('failed', job, error, 'active')
       }
-      if (this._active.size === 0 && this._pulling && this._emitting.size === 0) this._maybeDrained()
+      if (this._active.size === 0 && this._pulling && this._emitting.size === 0 && this._buffer.length === 0) this._maybeDrained()
     }
     // Outcomes are reported only once they are durable (at once in memory).
     const wait = this._commitWait()
@@ -428,10 +432,18 @@ class Worker extends QueueHandle {
     return results.some(isPending) ? Promise.all(results) : results
   }
 
-  /** Gives activated jobs back to waiting, unprocessed (no attempt counted). */
-  _release(jobs) {
+  /**
+   * Gives activated jobs back to waiting, unprocessed (no attempt counted); `unstarted`: their
+   * processor never ran, so their start does not count either (`attemptsStarted`). Each goes to
+   * the head of waiting, so they are sent last first: they keep their order there.
+   */
+  _release(jobs, unstarted = false) {
     if (jobs.length === 0) return
-    const acks = jobs.map((j) => `{"id":${JSON.stringify(String(j.id))},"token":${j.token},"release":true}`)
+    const tail = unstarted ? ',"unstarted":true}' : '}'
+    const acks = []
+    for (let i = jobs.length - 1; i >= 0; i--) {
+      acks.push(`{"id":${JSON.stringify(String(jobs[i].id))},"token":${jobs[i].token},"release":true${tail}`)
+    }
     try {
       const r = binding.ack(this._h, '[' + acks.join(',') + ']')
       // Held back (back-pressure) or a round trip: a failure is reported, never unhandled, and
@@ -487,6 +499,7 @@ class Worker extends QueueHandle {
     if (this._paused) return
     this._paused = true
     this._cancelPulls()
+    this._releaseBuffer()
     if (!doNotWaitActive) await this._whenIdle()
     this.emit('paused')
   }

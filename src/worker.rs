@@ -76,6 +76,9 @@ struct WireAck<'a> {
     ok: bool,
     #[serde(default)]
     release: bool,
+    /// With `release`: the job's processor never ran (claimed ahead and given back).
+    #[serde(default)]
+    unstarted: bool,
     #[serde(borrow)]
     value: Option<&'a RawValue>,
     reason: Option<String>,
@@ -88,7 +91,7 @@ struct WireAck<'a> {
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, delay?, keep?}` or `{id, token, release: true}`. Returns one [`AckOutcome`]
+/// unrecoverable?, delay?, keep?}` or `{id, token, release: true, unstarted?}`. Returns one [`AckOutcome`]
 /// per ack, in order.
 #[napi(
     catch_unwind,
@@ -127,7 +130,9 @@ fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
             None => None,
         };
         let outcome = if a.release {
-            Outcome::Released
+            Outcome::Released {
+                started: !a.unstarted,
+            }
         } else if a.ok {
             Outcome::Completed(a.value.map_or("null", RawValue::get).into())
         } else {

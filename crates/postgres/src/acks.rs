@@ -173,7 +173,8 @@ impl AckStatements {
         // fresh negative order, no attempt spent.
         let release = prep(format!(
             "WITH a AS (
-                SELECT * FROM unnest($2::int8[], $3::int8[]) WITH ORDINALITY AS a(key, token, i)
+                SELECT * FROM unnest($2::int8[], $3::int8[], $4::bool[])
+                    WITH ORDINALITY AS a(key, token, started, i)
             ), q AS (
                 UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
                 WHERE name = $1
@@ -181,7 +182,8 @@ impl AckStatements {
             ), back AS (
                 UPDATE {s}.jobs j
                 SET state = CASE WHEN j.priority > 0 THEN 1 ELSE 0 END,
-                    ord = -(q.ord0 + a.i), token = NULL, lease_until = NULL
+                    ord = -(q.ord0 + a.i), token = NULL, lease_until = NULL,
+                    attempts_started = j.attempts_started - CASE WHEN a.started THEN 0 ELSE 1 END
                 FROM a, q
                 WHERE j.token = a.token AND j.key = a.key AND j.state::int4 = 3
                 RETURNING j.key, {id_j} AS id
@@ -269,21 +271,27 @@ impl AckStatements {
     }
 
     /// Gives activations back unprocessed, to the head of waiting; answers the keys given back.
+    /// `(key, token, started)`: a job whose processor never ran does not count its start.
     pub async fn release(
         &self,
         client: &Client,
         t: &Target,
         queue: &str,
-        given: &[(i64, i64)],
+        given: &[(i64, i64, bool)],
     ) -> Result<Vec<i64>, EngineError> {
         if given.is_empty() {
             return Ok(Vec::new());
         }
         let keys: Vec<i64> = given.iter().map(|g| g.0).collect();
         let tokens: Vec<i64> = given.iter().map(|g| g.1).collect();
-        let rows = crate::connect::query_retrying(client, &self.release, &[&queue, &keys, &tokens])
-            .await
-            .map_err(|e| t.error("cannot give jobs back", e))?;
+        let started: Vec<bool> = given.iter().map(|g| g.2).collect();
+        let rows = crate::connect::query_retrying(
+            client,
+            &self.release,
+            &[&queue, &keys, &tokens, &started],
+        )
+        .await
+        .map_err(|e| t.error("cannot give jobs back", e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 }

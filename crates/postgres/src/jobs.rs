@@ -246,6 +246,10 @@ impl Statements {
         // of `LIMIT $2` or of the table: a join on the claimed keys chose a scan of the whole
         // table, and `key = ANY(ARRAY(…))`, once ANALYZE had seen the table empty, an index scan
         // on `queue` alone that filtered every job of the queue (28 ms a claim at 50,000 jobs).
+        //
+        // `drained` (this claim took the last ready jobs) probes the ready index once, just after
+        // the last claimed job: a scan for any ready job other than the claimed ones walked every
+        // claimed one again (7 µs a job, a third of the claim).
         let claimed_cols = hot_columns("j.");
         let claim = prep(format!(
             "WITH c AS (
@@ -269,11 +273,12 @@ impl Statements {
             ), drained AS (
                 INSERT INTO {s}.events (queue, event, payload)
                 SELECT $1, 'drained', '[]'
-                WHERE EXISTS (SELECT 1 FROM c)
-                  AND NOT EXISTS (
-                      SELECT 1 FROM {s}.jobs
-                      WHERE queue = $1 AND state IN (0, 1) AND key <> ALL(ARRAY(SELECT key FROM c))
-                  )
+                FROM (SELECT priority, ord FROM c ORDER BY priority DESC, ord DESC LIMIT 1) last
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM {s}.jobs
+                    WHERE queue = $1 AND state IN (0, 1)
+                      AND (priority, ord) > (last.priority, last.ord)
+                )
             )
             SELECT * FROM c"
         ))

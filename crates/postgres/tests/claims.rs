@@ -391,3 +391,85 @@ async fn a_claim_walks_the_ready_index_whatever_analyze_saw() {
     let got = st.claim(&c, &t, "q", 50, 30_000).await.expect("claimed");
     assert_eq!(got.len(), 50);
 }
+
+#[tokio::test]
+async fn jobs_given_back_lead_waiting_in_order_and_unstarted_ones_count_no_start() {
+    let Some((t, c, st)) = ready("release").await else {
+        return;
+    };
+    let rows = [
+        row("a", 0, false, 0),
+        row("b", 0, false, 0),
+        row("c", 0, false, 0),
+    ];
+    st.add_bulk(&c, &t, "q", &rows).await.expect("added");
+    let got = st.claim(&c, &t, "q", 3, 30_000).await.expect("claimed");
+    // Given back last first (as the worker does): each goes to the head of waiting.
+    let back: Vec<(i64, i64, bool)> = got
+        .iter()
+        .rev()
+        .map(|j| (j.key, j.token, j.job.name.as_ref() != "b"))
+        .collect();
+    let keys = st
+        .acks
+        .release(&c, &t, "q", &back)
+        .await
+        .expect("given back");
+    assert_eq!(keys.len(), 3);
+    let again = st
+        .claim(&c, &t, "q", 3, 30_000)
+        .await
+        .expect("claimed again");
+    let seen: Vec<(&str, u32)> = again
+        .iter()
+        .map(|j| (&*j.job.name, j.job.attempts_started))
+        .collect();
+    assert_eq!(seen, [("a", 2), ("b", 1), ("c", 2)]);
+}
+
+#[tokio::test]
+async fn a_claim_that_takes_the_last_ready_jobs_writes_drained() {
+    let Some((t, c, st)) = ready("drained").await else {
+        return;
+    };
+    let rows = [
+        row("a", 0, false, 0),
+        row("b", 1, false, 0),
+        row("c", 0, false, 0),
+    ];
+    st.add_bulk(&c, &t, "q", &rows).await.expect("added");
+    let s = t.schema();
+    let drained = || async {
+        let n: i64 = c
+            .query_one(
+                &format!("SELECT count(*) FROM {s}.events WHERE event = 'drained'"),
+                &[],
+            )
+            .await
+            .expect("count")
+            .get(0);
+        n
+    };
+    assert_eq!(
+        st.claim(&c, &t, "q", 2, 30_000)
+            .await
+            .expect("claimed")
+            .len(),
+        2
+    );
+    assert_eq!(drained().await, 0, "a prioritized job is still ready");
+    assert_eq!(
+        st.claim(&c, &t, "q", 2, 30_000)
+            .await
+            .expect("claimed")
+            .len(),
+        1
+    );
+    assert_eq!(drained().await, 1);
+    assert!(st
+        .claim(&c, &t, "q", 2, 30_000)
+        .await
+        .expect("none")
+        .is_empty());
+    assert_eq!(drained().await, 1, "an empty claim drains nothing");
+}

@@ -293,7 +293,7 @@ fn ack_many_returns_results_in_input_order() {
             ack("99", 1, ok("1")),
             ack("1", t[0].1, ok("1")),
             ack("5", t[4].1, ok("1")),
-            ack("6", t[5].1, Outcome::Released),
+            ack("6", t[5].1, Outcome::Released { started: true }),
         ],
     );
     use AckResult::*;

@@ -90,7 +90,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (0..OPTIONS.len()).prop_map(Op::Add),
         2 => prop::collection::vec(0..OPTIONS.len(), 1..6).prop_map(Op::AddBulk),
         5 => (1usize..4).prop_map(Op::Take),
-        6 => (0usize..8, 0u8..4).prop_map(|(pick, how)| Op::Ack { pick, how }),
+        6 => (0usize..8, 0u8..5).prop_map(|(pick, how)| Op::Ack { pick, how }),
         2 => (id.clone(), any::<bool>(), any::<bool>())
             .prop_map(|(id, completed, reset)| Op::Retry { id, completed, reset }),
         1 => id.clone().prop_map(Op::Remove),
@@ -201,7 +201,8 @@ impl Side {
                         unrecoverable: true,
                         delay: None,
                     },
-                    _ => Outcome::Released,
+                    3 => Outcome::Released { started: true },
+                    _ => Outcome::Released { started: false },
                 };
                 let ack = Ack {
                     id,
@@ -297,7 +298,7 @@ impl Side {
             .map(|(id, token)| Ack {
                 id,
                 token,
-                outcome: Outcome::Released,
+                outcome: Outcome::Released { started: true },
                 keep: None,
             })
             .collect();

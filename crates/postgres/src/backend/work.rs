@@ -154,7 +154,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let mut results = vec![AckResult::Stale; acks.len()];
     let mut done: Vec<(usize, Completion)> = Vec::new();
     let mut failed: Vec<(usize, Failure, u64)> = Vec::new();
-    let mut given: Vec<(usize, (i64, i64))> = Vec::new();
+    let mut given: Vec<(usize, (i64, i64, bool))> = Vec::new();
     let mut bounds: Vec<(JobState, KeepJobs)> = Vec::new();
     {
         let held = s.held.lock();
@@ -213,14 +213,14 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                         retry.unwrap_or(0),
                     ));
                 }
-                Outcome::Released => given.push((i, (h.key, token))),
+                Outcome::Released { started } => given.push((i, (h.key, token, started))),
             }
         }
     }
     let t = s.target();
     let completions: Vec<Completion> = done.iter().map(|d| d.1.clone()).collect();
     let failures: Vec<Failure> = failed.iter().map(|f| f.1.clone()).collect();
-    let releases: Vec<(i64, i64)> = given.iter().map(|g| g.1).collect();
+    let releases: Vec<(i64, i64, bool)> = given.iter().map(|g| g.1).collect();
     let written = async {
         let c = s.pool.get().await?;
         // One round trip for all three: tokio-postgres pipelines them on the connection.

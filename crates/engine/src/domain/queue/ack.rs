@@ -31,7 +31,7 @@ impl QueueState {
         // A `null` return value over no earlier one (the common no-op processor) changes no
         // extra column: nothing is allocated for it and only the state columns are written.
         let extra_changes = match &outcome {
-            Outcome::Released => false,
+            Outcome::Released { .. } => false,
             Outcome::Completed(v) => {
                 &**v != "null" || job.extra.as_ref().is_some_and(|e| e.returnvalue.is_some())
             }
@@ -44,7 +44,10 @@ impl QueueState {
         let active_seq = job.state_seq;
         self.active.remove(&active_seq);
         match outcome {
-            Outcome::Released => {
+            Outcome::Released { started } => {
+                if !started {
+                    job.attempts_started = job.attempts_started.saturating_sub(1);
+                }
                 self.push_ready(key, true);
                 if !self.paused {
                     self.waiters.notify(1);

@@ -93,9 +93,10 @@ pub enum Outcome {
         /// job's `backoff` option.
         delay: Option<u64>,
     },
-    /// Given back unprocessed (a worker closed with force): back to the head of waiting,
-    /// no attempt counted.
-    Released,
+    /// Given back unprocessed: back to the head of waiting, no attempt counted. `started`:
+    /// its processor ran (a worker closed with force), which counts in `attemptsStarted`; a job
+    /// a worker claimed ahead (prefetch) and gave back unstarted does not.
+    Released { started: bool },
 }
 
 /// What an ack did.

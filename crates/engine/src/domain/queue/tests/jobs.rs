@@ -144,7 +144,14 @@ fn released_job_goes_back_to_the_head_of_its_priority_without_an_attempt() {
     );
     let mut fx = Effects::default();
     assert_eq!(
-        q.ack(1, t[1].1, Outcome::Released, None, T0, &mut fx),
+        q.ack(
+            1,
+            t[1].1,
+            Outcome::Released { started: true },
+            None,
+            T0,
+            &mut fx
+        ),
         AckResult::Released
     );
     let want = EventKind::Waiting {
@@ -157,12 +164,32 @@ fn released_job_goes_back_to_the_head_of_its_priority_without_an_attempt() {
         (Some(JobState::Prioritized), "active=1 prioritized=2".into())
     );
     assert_eq!(json(&q, "1")["attemptsMade"], 0);
+    assert_eq!(json(&q, "1")["attemptsStarted"], 1, "its processor ran");
     assert_eq!(
         ack(&mut q, &t[1], ok(), T0),
         AckResult::Stale,
         "the released token is dead"
     );
     assert_eq!(take_ids(&mut q, 5, T0), strs(&["1", "2"]));
+}
+
+#[test]
+fn a_job_given_back_unstarted_does_not_count_its_start() {
+    let mut q = queue();
+    add(&mut q, "{}", T0);
+    add(&mut q, "{}", T0);
+    let t = take(&mut q, 2, T0);
+    let mut fx = Effects::default();
+    let unstarted = Outcome::Released { started: false };
+    assert_eq!(
+        q.ack(2, t[1].1, unstarted, None, T0, &mut fx),
+        AckResult::Released
+    );
+    assert_eq!(json(&q, "2")["attemptsStarted"], 0);
+    assert_eq!(json(&q, "1")["attemptsStarted"], 1);
+    let again = take(&mut q, 1, T0);
+    assert_eq!(again[0].0, "2");
+    assert_eq!(json(&q, "2")["attemptsStarted"], 1);
 }
 
 fn kinds(fx: &mut Effects) -> Vec<EventKind> {

@@ -42,7 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0..PRIORITIES as u32, any::<bool>(), prop_oneof![Just(0u64), Just(5), Just(10)], 1..=3u32, any::<bool>())
             .prop_map(|(priority, lifo, delay, attempts, backoff)| Op::Add { priority, lifo, delay, attempts, backoff }),
         3 => (1..5usize).prop_map(Op::Take),
-        3 => (any::<usize>(), 0..3u8).prop_map(|(pick, how)| Op::Ack { pick, how }),
+        3 => (any::<usize>(), 0..4u8).prop_map(|(pick, how)| Op::Ack { pick, how }),
         1 => any::<usize>().prop_map(Op::StaleAck),
         1 => any::<usize>().prop_map(Op::Remove),
         2 => (0..12u64).prop_map(Op::Advance),
@@ -253,7 +253,8 @@ fn apply(q: &mut QueueState, m: &mut Model, now: &mut u64, op: Op) -> Result<(),
                     unrecoverable: false,
                     delay: None,
                 },
-                _ => Outcome::Released,
+                2 => Outcome::Released { started: true },
+                _ => Outcome::Released { started: false },
             };
             if how == 1 {
                 job.made += 1;
