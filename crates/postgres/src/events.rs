@@ -53,12 +53,13 @@ impl EventStatements {
             ),
         )
         .await?;
+        // `(SELECT clock_timestamp())` is computed once, so the index on `at` applies.
         let trim = prepare(
             client,
             t,
             &format!(
                 "DELETE FROM {s}.events
-                WHERE at < clock_timestamp() - $1::int8 * interval '1 millisecond'"
+                WHERE at < (SELECT clock_timestamp()) - $1::int8 * interval '1 millisecond'"
             ),
         )
         .await?;
