@@ -1,6 +1,7 @@
 'use strict'
-// Worker: pulls batches of jobs (one sync try, then one async long-poll when the queue is empty),
-// runs the user's processor on each, and acknowledges outcomes in one sync call per tick.
+// Worker: pulls batches of jobs (one sync try, then one async long-poll when the queue is empty;
+// its free slots plus its prefetch, see prefetch.js), runs the user's processor on each as slots
+// free, and acknowledges outcomes in one sync call per tick.
 
 const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, rangeError } = require('./errors')
@@ -182,8 +183,8 @@ class Worker extends QueueHandle {
         continue
       }
       this._startBuffered()
-      // Free slots, plus the jobs to hold ready beyond them.
-      // A claim goes once half the held jobs have started, so that it is back before they run out.
+      // Free slots, plus the jobs to hold ready beyond them; a claim goes once half the held
+      // jobs have started, so that it is back before they run out.
       const want = Math.min(this._concurrency - this._processing + this._prefetch.size - this._buffer.length, MAX_PULL)
       if (want <= 0 || this._buffer.length * 2 > this._prefetch.size) {
         await this._sleep()
