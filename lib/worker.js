@@ -348,6 +348,10 @@ class Worker extends QueueHandle {
         (e) => {
           this._emitting.delete(p)
           this._emitError(fromBinding(e))
+          // The database is out of reach: jobs held ahead would run in the dark and their acks
+          // fail too (each would run again after its lease), so they go back, or, if that fails
+          // too, wait out their lease unstarted.
+          this._releaseBuffer()
           this._acked(entries, new Array(entries.length).fill(Stale))
         },
       )
