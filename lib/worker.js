@@ -44,6 +44,7 @@ class Worker extends QueueHandle {
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
+    this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
     this._processor = processor
     this._backoffStrategy = o.settings === undefined ? undefined : o.settings.backoffStrategy
     try {
@@ -143,22 +144,35 @@ class Worker extends QueueHandle {
     })
   }
 
+  /** Claimed jobs not started yet. */
+  get _held() {
+    return this._buffer.length - this._head
+  }
+
   /** Starts claimed jobs while slots are free. */
   _startBuffered() {
+    if (this._paused || this._closing) return
     const buffer = this._buffer
-    if (buffer.length === 0 || this._paused || this._closing) return
-    const n = Math.min(buffer.length, this._concurrency - this._processing)
-    if (n <= 0) return
-    const records = n === buffer.length ? buffer : buffer.slice(0, n)
-    this._buffer = n === buffer.length ? [] : buffer.slice(n)
-    for (let i = 0; i < records.length; i++) this._start(records[i])
+    let head = this._head
+    while (head < buffer.length && this._processing < this._concurrency) {
+      this._start(buffer[head++])
+      // A processor that paused or closed the worker at once has given the rest back already.
+      if (this._buffer !== buffer) return
+      this._head = head
+      if (this._paused || this._closing) return
+    }
+    if (head === buffer.length) {
+      this._buffer = []
+      this._head = 0
+    }
   }
 
   /** Gives the claimed jobs that have not started back to waiting. */
   _releaseBuffer() {
-    const buffer = this._buffer
+    const held = this._buffer.slice(this._head)
     this._buffer = []
-    this._release(buffer, true)
+    this._head = 0
+    this._release(held, true)
   }
 
   _sleep() {
@@ -185,8 +199,8 @@ class Worker extends QueueHandle {
       this._startBuffered()
       // Free slots, plus the jobs to hold ready beyond them; a claim goes once half the held
       // jobs have started, so that it is back before they run out.
-      const want = Math.min(this._concurrency - this._processing + this._prefetch.size - this._buffer.length, MAX_PULL)
-      if (want <= 0 || this._buffer.length * 2 > this._prefetch.size) {
+      const want = Math.min(this._concurrency - this._processing + this._prefetch.size - this._held, MAX_PULL)
+      if (want <= 0 || this._held * 2 > this._prefetch.size) {
         await this._sleep()
         continue
       }
@@ -204,7 +218,7 @@ class Worker extends QueueHandle {
         continue
       }
       if (text.length === 2) {
-        if (this._active.size === 0 && this._emitting.size === 0 && this._buffer.length === 0) this._maybeDrained()
+        if (this._active.size === 0 && this._emitting.size === 0 && this._held === 0) this._maybeDrained()
         // A pending try (a database round trip) lets close() or pause() run meanwhile: they
         // found no pull to cancel, so none may start now.
         if (this._closing || this._paused) continue
@@ -226,7 +240,8 @@ class Worker extends QueueHandle {
         this._release(records, true)
         continue
       }
-      this._buffer = this._buffer.length === 0 ? records : this._buffer.concat(records)
+      this._buffer = this._held === 0 ? records : this._buffer.slice(this._head).concat(records)
+      this._head = 0
     }
     this._releaseBuffer()
   }
@@ -379,7 +394,7 @@ class Worker extends QueueHandle {
         if (result === Completed) this._emitSafe('completed', job, value, 'active')
         else if (result === Retrying || result === Failed) this._emitSafe('failed', job, error, 'active')
       }
-      if (this._active.size === 0 && this._pulling && this._emitting.size === 0 && this._buffer.length === 0) this._maybeDrained()
+      if (this._active.size === 0 && this._pulling && this._emitting.size === 0 && this._held === 0) this._maybeDrained()
     }
     // Outcomes are reported only once they are durable (at once in memory).
     const wait = this._commitWait()
