@@ -96,6 +96,12 @@ export interface WorkerOptions extends QueueBaseOptions {
    * long jobs holds none back), 0 on the embedded engine, where a claim costs no round trip.
    */
   prefetch?: number
+  /**
+   * At most `max` jobs start per `duration` ms, counted for the whole queue (one budget shared
+   * by every worker of the queue, as in BullMQ); a token bucket that starts full. The queue's
+   * own rate limit (`setGlobalRateLimit`) overrides it.
+   */
+  limiter?: RateLimiterOptions
   /** Start processing in the constructor (default true); otherwise call `run()`. */
   autorun?: boolean
   /** Seconds a pull waits for a job before looping (default 5). */
@@ -111,6 +117,12 @@ export interface WorkerOptions extends QueueBaseOptions {
      */
     backoffStrategy?: (attemptsMade: number, type: string, err: Error, job: Job) => number | Promise<number>
   }
+}
+
+/** A rate limit: at most `max` jobs (1..2^32-1) start per `duration` ms (1..2^53). */
+export interface RateLimiterOptions {
+  max: number
+  duration: number
 }
 
 export interface QueueEventsOptions extends QueueBaseOptions {
@@ -134,6 +146,14 @@ export class QueueError extends Error {
 
 /** Thrown by a processor to fail the job at once, without retries. */
 export class UnrecoverableError extends Error {
+  constructor(message?: string)
+}
+
+/**
+ * Thrown by a processor (after `worker.rateLimit(ms)`) to put its job back to waiting: no attempt
+ * is spent and no `failed` event fires. Its message is BullMQ's `'bullmq:rateLimitExceeded'`.
+ */
+export class RateLimitError extends Error {
   constructor(message?: string)
 }
 
@@ -242,6 +262,23 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   pause(): Promise<void>
   resume(): Promise<void>
   isPaused(): Promise<boolean>
+  /**
+   * The queue's own rate limit: at most `max` jobs start per `duration` ms across every worker
+   * (a token bucket; it overrides the workers' `limiter`). Durable queues keep it.
+   */
+  setGlobalRateLimit(max: number, duration: number): Promise<void>
+  /** The queue's own rate limit, or null. */
+  getGlobalRateLimit(): Promise<RateLimiterOptions | null>
+  removeGlobalRateLimit(): Promise<void>
+  /** Never more than `concurrency` jobs of this queue active at once, across every worker. */
+  setGlobalConcurrency(concurrency: number): Promise<void>
+  /** The queue's cap on active jobs, or null. */
+  getGlobalConcurrency(): Promise<number | null>
+  removeGlobalConcurrency(): Promise<void>
+  /** No job of this queue starts for `expireTimeMs` ms (0 lifts it), as `Worker#rateLimit`. */
+  rateLimit(expireTimeMs: number): Promise<void>
+  /** Ms until the queue starts jobs again by its own rate limit or `rateLimit(ms)` (0: now). */
+  getRateLimitTtl(): Promise<number>
   drain(delayed?: boolean): Promise<void>
   /** 1 if removed, 0 if absent or active. */
   remove(id: string): Promise<number>
@@ -291,6 +328,13 @@ export class Worker<DataType = any, ReturnType = any, NameType extends string = 
   resume(): Promise<void>
   isRunning(): boolean
   isPaused(): boolean
+  /**
+   * No job of this queue starts, in any worker, for `expireTimeMs` ms; then throw
+   * `Worker.RateLimitError()` from the processor to put its job back (BullMQ's manual rate limit).
+   */
+  rateLimit(expireTimeMs: number): Promise<void>
+  /** A `RateLimitError`, as BullMQ's `Worker.RateLimitError()`. */
+  static RateLimitError(): RateLimitError
   /** Waits for active jobs; with `force`, aborts their signals and puts them back to waiting. */
   close(force?: boolean): Promise<void>
 

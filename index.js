@@ -5,6 +5,6 @@ const { Queue } = require('./lib/queue')
 const { Worker } = require('./lib/worker')
 const { QueueEvents } = require('./lib/queue-events')
 const { Job } = require('./lib/job')
-const { QueueError, UnrecoverableError } = require('./lib/errors')
+const { QueueError, UnrecoverableError, RateLimitError } = require('./lib/errors')
 
-module.exports = { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError }
+module.exports = { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, RateLimitError }

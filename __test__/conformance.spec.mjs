@@ -11,7 +11,6 @@ describe('no option is silently ignored', () => {
     const cases = [
       [() => new Queue(uniqueName(), { streams: { events: { maxLen: 10 } } }), /^streams /],
       [() => new Queue(uniqueName(), { telemetry: {} }), /^telemetry /],
-      [() => new Worker(uniqueName(), () => {}, { limiter: { max: 1, duration: 1000 } }), /^limiter /],
       [() => new Worker(uniqueName(), () => {}, { lockDuration: 30_000 }), /^lockDuration /],
       [() => new Worker(uniqueName(), () => {}, { stalledInterval: 30_000 }), /^stalledInterval /],
       [() => new Worker(uniqueName(), () => {}, { maxStalledCount: 2 }), /^maxStalledCount /],

@@ -19,6 +19,29 @@ class UnrecoverableError extends Error {
   }
 }
 
+/** BullMQ's message of a RateLimitError: a processor that throws one gives its job back. */
+const RATE_LIMIT_ERROR = 'bullmq:rateLimitExceeded'
+
+/**
+ * Thrown by a processor (after `worker.rateLimit(ms)`) to put its job back to waiting: no attempt
+ * is spent and no `failed` event fires; it runs once the queue takes jobs again.
+ */
+class RateLimitError extends Error {
+  constructor(message = RATE_LIMIT_ERROR) {
+    super(message)
+    this.name = 'RateLimitError'
+  }
+}
+
+/** Whether a processor's throw is a RateLimitError (ours, or any error with BullMQ's message). */
+function isRateLimitError(thrown) {
+  try {
+    return thrown instanceof RateLimitError || (thrown instanceof Error && thrown.message === RATE_LIMIT_ERROR)
+  } catch {
+    return false
+  }
+}
+
 function withCode(err, code) {
   err.code = code
   return err
@@ -99,4 +122,4 @@ function fromBinding(e) {
   return new QueueError('ERR_INTERNAL', `internal error: ${textOf(e)}`)
 }
 
-module.exports = { QueueError, UnrecoverableError, typeError, rangeError, fromBinding, textOf, isOurs, inputError }
+module.exports = { QueueError, UnrecoverableError, RateLimitError, isRateLimitError, typeError, rangeError, fromBinding, textOf, isOurs, inputError }

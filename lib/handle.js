@@ -6,7 +6,7 @@
 // `_onProgress(job, progress)`.
 
 const { EventEmitter } = require('node:events')
-const { acquireEngine, releaseEngine, openQueue } = require('./native')
+const { acquireEngine, releaseEngine, openQueue, fromBinding, isPending, native } = require('./native')
 const { QueueError, inputError } = require('./errors')
 const { checkClassOptions } = require('./options')
 const v = require('./validate')
@@ -50,6 +50,28 @@ class QueueHandle extends EventEmitter {
   /** Throws ERR_QUEUE_CLOSED once closed (a Worker overrides: its jobs finish while it closes). */
   _ensureOpen() {
     if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', `queue "${this.name}" is closed`)
+  }
+
+  _call(fn, ...args) {
+    this._ensureOpen()
+    try {
+      return fn(this._h, ...args)
+    } catch (e) {
+      throw fromBinding(e)
+    }
+  }
+
+  /**
+   * Runs a changing call and resolves once its change is durable: its answer (at hand, or
+   * pending: held back by the writer, or made after a file read), then the wait for this
+   * thread's commit ticket (see QueueHandle#_commitWait).
+   */
+  async _change(fn, ...args) {
+    let r = this._call(fn, ...args)
+    if (isPending(r)) r = await native(r)
+    const wait = this._commitWait()
+    if (wait) await wait
+    return r
   }
 
   /**

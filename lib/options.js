@@ -19,11 +19,10 @@ const CLASSES = {
     unsupported: [...REDIS_ONLY, 'streams', 'skipMetasUpdate', 'settings'],
   },
   Worker: {
-    known: [...COMMON, 'concurrency', 'prefetch', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
+    known: [...COMMON, 'concurrency', 'prefetch', 'limiter', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
     unsupported: [
       ...REDIS_ONLY,
       'name',
-      'limiter',
       'metrics',
       'maximumRateLimitDelay',
       'maxStartedAttempts',

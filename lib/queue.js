@@ -49,28 +49,6 @@ class Queue extends QueueHandle {
     this.defaultJobOptions = defaults
   }
 
-  _call(fn, ...args) {
-    this._ensureOpen()
-    try {
-      return fn(this._h, ...args)
-    } catch (e) {
-      throw fromBinding(e)
-    }
-  }
-
-  /**
-   * Runs a changing call and resolves once its change is durable: its answer (at hand, or
-   * pending: held back by the writer, or made after a file read), then the wait for this
-   * thread's commit ticket (see QueueHandle#_commitWait).
-   */
-  async _change(fn, ...args) {
-    let r = this._call(fn, ...args)
-    if (isPending(r)) r = await native(r)
-    const wait = this._commitWait()
-    if (wait) await wait
-    return r
-  }
-
   /** Resolves once the queue can be used (at once: nothing to connect to). */
   async waitUntilReady() {
     this._ensureOpen()
@@ -216,6 +194,55 @@ class Queue extends QueueHandle {
 
   async isPaused() {
     return native(this._call(binding.isPaused))
+  }
+
+  /**
+   * The queue's own rate limit: at most `max` jobs start per `duration` ms across every worker
+   * (a token bucket: it overrides the workers' `limiter`; durable queues keep it).
+   */
+  async setGlobalRateLimit(max, duration) {
+    v.integerIn('max', max, 1, v.MAX_U32)
+    v.integerIn('duration', duration, 1, 2 ** 53)
+    await this._change(binding.setRateLimit, max, duration)
+  }
+
+  /** `{ max, duration }` of the queue's own rate limit, or null. */
+  async getGlobalRateLimit() {
+    const l = await native(this._call(binding.getLimits))
+    return l.rateMax == null ? null : { max: l.rateMax, duration: l.rateDuration }
+  }
+
+  /** Removes the queue's own rate limit (the workers' `limiter` applies again). */
+  async removeGlobalRateLimit() {
+    await this._change(binding.setRateLimit, null, null)
+  }
+
+  /** Never more than `concurrency` jobs of this queue active at once, across every worker. */
+  async setGlobalConcurrency(concurrency) {
+    v.integerIn('concurrency', concurrency, 1, v.MAX_U32)
+    await this._change(binding.setConcurrencyLimit, concurrency)
+  }
+
+  /** The queue's cap on active jobs, or null. */
+  async getGlobalConcurrency() {
+    const l = await native(this._call(binding.getLimits))
+    return l.concurrency ?? null
+  }
+
+  /** Removes the queue's cap on active jobs. */
+  async removeGlobalConcurrency() {
+    await this._change(binding.setConcurrencyLimit, null)
+  }
+
+  /** No job of this queue starts for `expireTimeMs` ms (0 lifts it), as Worker#rateLimit. */
+  async rateLimit(expireTimeMs) {
+    v.integerIn('expireTimeMs', expireTimeMs, 0, Number.MAX_SAFE_INTEGER)
+    await this._change(binding.holdQueue, expireTimeMs)
+  }
+
+  /** Ms until the queue takes jobs again by its own rate limit or `rateLimit(ms)` (0: now). */
+  async getRateLimitTtl() {
+    return (await native(this._call(binding.getLimits))).ttl
   }
 
   /** Removes waiting and prioritized jobs, and delayed ones too with `delayed = true`. */

@@ -93,6 +93,25 @@ function prefetch(v) {
   integerIn('prefetch', v, 0, MAX_U32)
 }
 
+/** Longest rate-limit window: 2^53 ms (see limits.rs `MAX_DURATION`). */
+const MAX_DURATION = 2 ** 53
+
+/** `max` jobs per `duration` ms: integers in 1..=2^32-1 and 1..=2^53, named `{option}.max` / `.duration`. */
+function rate(option, max, duration) {
+  integerIn(`${option}.max`, max, 1, MAX_U32)
+  integerIn(`${option}.duration`, duration, 1, MAX_DURATION)
+}
+
+/** A Worker's `limiter`: `{ max, duration }` and nothing else. */
+function limiter(v) {
+  if (v === undefined) return
+  if (!isRecord(v)) throw typeError('limiter', `must be { max, duration }, got ${describe(v)}`)
+  for (const k of Object.keys(v)) {
+    if (k !== 'max' && k !== 'duration') throw typeError(`limiter.${k}`, 'is not an option; expected max, duration')
+  }
+  rate('limiter', v.max, v.duration)
+}
+
 /** `removeOnComplete` / `removeOnFail`, by the engine's rules (see options.rs `parse_keep`). */
 function keepJobs(option, v) {
   if (v === undefined || typeof v === 'boolean') return
@@ -302,6 +321,9 @@ module.exports = {
   integerIn,
   concurrency,
   prefetch,
+  rate,
+  limiter,
+  MAX_U32,
   keepJobs,
   jobOptions,
   ownOptions,

@@ -4,7 +4,7 @@
 // free, and acknowledges outcomes in one sync call per tick.
 
 const { binding, fromBinding, isPending, native } = require('./native')
-const { QueueError, typeError, rangeError } = require('./errors')
+const { QueueError, RateLimitError, isRateLimitError, typeError, rangeError } = require('./errors')
 const { Job } = require('./job')
 const { Prefetch } = require('./prefetch')
 const { decideBackoff } = require('./backoff')
@@ -30,6 +30,7 @@ class Worker extends QueueHandle {
     super('Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
       if (o.prefetch !== undefined) v.prefetch(o.prefetch)
+      v.limiter(o.limiter)
       v.optionalBoolean('autorun', o.autorun)
       v.number('drainDelay', o.drainDelay ?? 5)
       if (!(o.drainDelay === undefined || (o.drainDelay > 0 && o.drainDelay <= 3600))) {
@@ -42,6 +43,10 @@ class Worker extends QueueHandle {
     const drainDelay = o.drainDelay ?? 5
     this._concurrency = concurrency
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
+    // BullMQ's `limiter`: one budget for the queue, shared by its workers; the engine checks it
+    // at each pull (the queue's own rate limit, setGlobalRateLimit, overrides it).
+    this._limitMax = o.limiter === undefined ? 0 : o.limiter.max
+    this._limitDuration = o.limiter === undefined ? 0 : o.limiter.duration
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
@@ -91,6 +96,21 @@ class Worker extends QueueHandle {
     v.concurrency(n)
     this._concurrency = n
     this._wakeUp()
+  }
+
+  /** BullMQ's `Worker.RateLimitError()`: throw it from a processor after `rateLimit(ms)`. */
+  static RateLimitError() {
+    return new RateLimitError()
+  }
+
+  /**
+   * No job of this queue starts, in any worker, for `expireTimeMs` ms (BullMQ's manual rate
+   * limit, e.g. after an API answered 429); then throw `Worker.RateLimitError()` from the
+   * processor to put the job back.
+   */
+  async rateLimit(expireTimeMs) {
+    v.integerIn('expireTimeMs', expireTimeMs, 0, Number.MAX_SAFE_INTEGER)
+    await this._change(binding.holdQueue, expireTimeMs)
   }
 
   /** Jobs of a worker stay usable while it closes: a graceful close lets them finish. */
@@ -207,7 +227,7 @@ class Worker extends QueueHandle {
       let text
       try {
         const sent = performance.now()
-        text = binding.tryPull(h, want)
+        text = binding.tryPull(h, want, this._limitMax, this._limitDuration)
         if (isPending(text)) {
           text = await native(text)
           this._prefetch.adapt(performance.now() - sent, this._concurrency)
@@ -224,7 +244,7 @@ class Worker extends QueueHandle {
         if (this._closing || this._paused) continue
         this._pulling = true
         try {
-          text = await binding.pull(h, this._puller, want, this._pullTimeout)
+          text = await binding.pull(h, this._puller, want, this._limitMax, this._limitDuration, this._pullTimeout)
         } catch (e) {
           this._emitError(fromBinding(e))
           text = '[]'
@@ -310,6 +330,11 @@ class Worker extends QueueHandle {
 
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
+    if (isRateLimitError(thrown)) {
+      // Back to waiting, no attempt spent: it runs once the queue takes jobs again.
+      this._queueAck(entry, `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"release":true}`)
+      return
+    }
     const f = failureOf(thrown)
     entry.error = f.error
     entry.reason = f.reason

@@ -16,6 +16,7 @@ mod durability;
 mod errors;
 mod events;
 mod jobs;
+mod limits;
 mod queue;
 mod registry;
 mod reply;

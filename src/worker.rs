@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ferroqueue_engine::domain::limits::RateLimit;
 use ferroqueue_engine::domain::options::{parse_keep, RawKeep};
 use ferroqueue_engine::{Ack, AckResult, EngineError, Outcome, Reply};
 use napi::bindgen_prelude::{Either, PromiseRaw};
@@ -16,7 +17,8 @@ use crate::registry::with_queue;
 use crate::reply::{answer, Answer};
 use crate::text::js_text;
 
-/// Waits up to `timeout_ms` for ready jobs; resolves with a JSON array of up to `max` activated
+/// Waits up to `timeout_ms` for ready jobs that may start (within the queue's limits, as
+/// [`try_pull`]); resolves with a JSON array of up to `max` activated
 /// job records (each with its `token`), empty on timeout or cancellation.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn pull(
@@ -24,23 +26,41 @@ pub fn pull(
     h: u32,
     puller: u32,
     max: u32,
+    limit_max: u32,
+    limit_duration: f64,
     timeout_ms: u32,
 ) -> napi::Result<PromiseRaw<'_, String>> {
     let timeout = Duration::from_millis(timeout_ms as u64);
     let pending = run(env, || {
-        with_queue(h, |b, q| b.pull(q, puller, max as usize, timeout))
+        let limiter = limiter(limit_max, limit_duration)?;
+        with_queue(h, |b, q| b.pull(q, puller, max as usize, limiter, timeout))
     })?;
     settle(env, pending)
 }
 
-/// Activates up to `max` ready jobs now, without waiting: a JSON array, maybe empty.
+/// The worker's own rate limit (BullMQ's `limiter`), `limit_max` 0 for none.
+fn limiter(limit_max: u32, limit_duration: f64) -> Result<Option<RateLimit>, EngineError> {
+    if limit_max == 0 {
+        return Ok(None);
+    }
+    RateLimit::checked("limiter", limit_max as f64, limit_duration).map(Some)
+}
+
+/// Activates up to `max` ready jobs now, within the queue's limits (`limit_max` jobs per
+/// `limit_duration` ms: the worker's `limiter`, 0 for none), without waiting: a JSON array,
+/// maybe empty.
 #[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
 pub fn try_pull(
     env: &Env,
     h: u32,
     max: u32,
+    limit_max: u32,
+    limit_duration: f64,
 ) -> napi::Result<Either<JsString<'_>, PromiseRaw<'_, String>>> {
-    let reply = run(env, || with_queue(h, |b, q| b.take(q, max as usize)))?;
+    let reply = run(env, || {
+        let limiter = limiter(limit_max, limit_duration)?;
+        with_queue(h, |b, q| b.take(q, max as usize, limiter))
+    })?;
     match reply {
         Reply::Now(r) => js_text(env, &run(env, || r)?).map(Either::A),
         Reply::Later(p) => settle(env, p).map(Either::B),

@@ -1,6 +1,6 @@
 // Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
 // Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
-import { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, type JobsOptions } from '../../index.js'
+import { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, RateLimitError, type JobsOptions } from '../../index.js'
 
 interface Mail {
   to: string
@@ -57,6 +57,19 @@ async function main(): Promise<void> {
     { concurrency: 10, removeOnFail: 100, settings: { backoffStrategy: (made, type) => (type === 'linear' ? made * 1000 : -1) } },
   )
   const resumed: Promise<void> = worker.resume()
+  const limited = new Worker<Mail>('mail', async () => {
+    await limited.rateLimit(1000)
+    throw Worker.RateLimitError()
+  }, { limiter: { max: 10, duration: 1000 } })
+  const rle: RateLimitError = Worker.RateLimitError()
+  await queue.setGlobalRateLimit(5, 1000)
+  const rate = await queue.getGlobalRateLimit()
+  const perWindow: number | undefined = rate?.max
+  await queue.setGlobalConcurrency(3)
+  const cap: number | null = await queue.getGlobalConcurrency()
+  const ttl: number = await queue.getRateLimitTtl()
+  // @ts-expect-error a limiter needs its duration
+  new Worker('mail', async () => {}, { limiter: { max: 10 } })
   worker.on('completed', (j, result) => {
     const id: number = result.id
     void j
@@ -76,6 +89,6 @@ async function main(): Promise<void> {
   await worker.close(true)
   await events.close()
   await queue.close()
-  void [to, waiting, page, n, result, code, resumed, running]
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl]
 }
 void main

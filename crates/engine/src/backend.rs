@@ -24,6 +24,7 @@ use std::time::Duration;
 use crate::application::engine::Ack;
 use crate::application::events::Notifier;
 use crate::domain::job::JobState;
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, NewJob};
 use crate::error::{EngineError, Result};
@@ -147,11 +148,20 @@ pub trait Backend: Send + Sync + 'static {
     /// Adds jobs, all or none, in order.
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>>;
 
-    /// Activates up to `max` ready jobs now: a JSON array of records, each with its `token`.
-    fn take(&self, q: &QueueRef, max: usize) -> Reply<String>;
-    /// Like [`Backend::take`], waiting up to `timeout` for a job; empty on timeout or when
-    /// [`Backend::cancel_pulls`] cancels `puller`.
-    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String>;
+    /// Activates up to `max` ready jobs now, within the queue's limits (`limiter`: the taking
+    /// worker's own rate limit, one budget for the queue; the queue's own overrides it): a JSON
+    /// array of records, each with its `token`.
+    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String>;
+    /// Like [`Backend::take`], waiting up to `timeout` for a job that may start; empty on timeout
+    /// or when [`Backend::cancel_pulls`] cancels `puller`.
+    fn pull(
+        &self,
+        q: &QueueRef,
+        puller: u32,
+        max: usize,
+        limiter: Option<RateLimit>,
+        timeout: Duration,
+    ) -> Pending<String>;
     /// Resolves every pending pull of `puller` empty (and the next one, if none is pending).
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()>;
     /// Finishes activations; results in input order.
@@ -173,6 +183,12 @@ pub trait Backend: Send + Sync + 'static {
     fn is_paused(&self, q: &QueueRef) -> Reply<bool>;
     /// A page of a job's log rows and their total (none for an unknown job).
     fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)>;
+
+    /// Changes the queue's limits (its rate limit, its cap on active jobs, a hold).
+    fn limit(&self, q: &QueueRef, change: LimitChange) -> Reply<()>;
+    /// The queue's limit settings, and the ms until it takes jobs again by its own rate limit or
+    /// a hold (0: it does now).
+    fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)>;
 
     /// Stops workers from taking jobs.
     fn pause(&self, q: &QueueRef) -> Reply<()>;

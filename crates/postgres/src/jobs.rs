@@ -109,6 +109,8 @@ pub struct Statements {
     /// `add` for a batch without custom ids: no id arbitration, no row per job back.
     add_plain: Statement,
     claim: Statement,
+    /// `claim` for a queue with limits, within the budget they leave (`limits.rs`).
+    claim_within: Statement,
     promote: Statement,
     /// Completions, failures and releases (`acks.rs`).
     pub acks: AckStatements,
@@ -118,6 +120,11 @@ pub struct Statements {
 pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, opts, state, \
     priority, delay, timestamp, processed_on, finished_on, attempts_made, attempts_started, \
     stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs";
+
+/// A queue row's condition for "has limits" (`limits.rs`): claims of such a queue go through
+/// its row lock.
+pub(crate) const LIMITED: &str =
+    "rate_max IS NOT NULL OR concurrency IS NOT NULL OR hold_until IS NOT NULL";
 
 pub(crate) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
@@ -251,8 +258,14 @@ impl Statements {
         // the last claimed job: a scan for any ready job other than the claimed ones walked every
         // claimed one again (7 µs a job, a third of the claim).
         let claimed_cols = hot_columns("j.");
-        let claim = prep(format!(
-            "WITH c AS (
+        //
+        // The plain claim takes nothing from a queue with limits (a rate limit, a cap on active
+        // jobs or a hold): those are claimed by `claim_within`, under the queue row's lock, for
+        // at most the budget the limits leave (`limits.rs`). So unlimited queues never take
+        // that lock.
+        let claim_sql = |held_back: &str| {
+            format!(
+                "WITH c AS (
                 UPDATE {s}.jobs j
                 SET state = 3, token = nextval('{s}.tokens'),
                     lease_until = clock_timestamp() + $3::int8 * interval '1 millisecond',
@@ -260,7 +273,7 @@ impl Statements {
                 WHERE j.ctid = ANY(ARRAY(
                     SELECT ctid FROM {s}.jobs
                     WHERE queue = $1 AND state IN (0, 1)
-                      AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND paused)
+                      AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND ({held_back}))
                     ORDER BY priority, ord
                     LIMIT $2
                     FOR UPDATE SKIP LOCKED
@@ -281,8 +294,10 @@ impl Statements {
                 )
             )
             SELECT * FROM c"
-        ))
-        .await?;
+            )
+        };
+        let claim = prep(claim_sql(&format!("paused OR {LIMITED}"))).await?;
+        let claim_within = prep(claim_sql("paused")).await?;
         // A promoted job goes to the back of its priority, as in the engine and BullMQ: it gets
         // a fresh admission order from its queue's sequence (reserved per queue for the batch).
         // `(SELECT clock_timestamp())` is computed once, so the delayed index applies; the rows
@@ -327,6 +342,7 @@ impl Statements {
             add,
             add_plain,
             claim,
+            claim_within,
             promote,
             acks: AckStatements::prepare(client, t).await?,
         })
@@ -389,8 +405,8 @@ impl Statements {
             .collect())
     }
 
-    /// Claims up to `max` ready jobs of `queue` (none while it is paused) with a lease of
-    /// `lease_ms`; answers them in the order they are due (priority, then admission).
+    /// Claims up to `max` ready jobs of `queue` (none while it is paused or has limits) with a
+    /// lease of `lease_ms`; answers them in the order they are due (priority, then admission).
     pub async fn claim(
         &self,
         client: &Client,
@@ -402,24 +418,49 @@ impl Statements {
         let rows = crate::connect::query_retrying(client, &self.claim, &[&queue, &max, &lease_ms])
             .await
             .map_err(|e| t.error("cannot claim jobs", e))?;
-        let mut jobs: Vec<Claimed> = rows
-            .iter()
-            .map(|r| {
-                let token: i64 = r.get(COLUMNS);
-                let mut job = job_of(r, 0);
-                job.lock = token as u64;
-                Claimed {
-                    key: r.get(0),
-                    token,
-                    job,
-                    ord: r.get(COLUMNS + 1),
-                }
-            })
-            .collect();
-        jobs.sort_unstable_by_key(|j| (j.job.priority, j.ord));
-        Ok(jobs)
+        Ok(claimed_of(rows))
     }
 
+    /// [`Statements::claim`] for a queue with limits: `max` is the budget they leave, computed
+    /// under the queue row's lock by the caller's transaction (`limits.rs`).
+    pub async fn claim_within(
+        &self,
+        client: &Client,
+        t: &Target,
+        queue: &str,
+        max: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<Claimed>, EngineError> {
+        // Not run again on a deadlock: it is one statement of the caller's transaction.
+        let rows = client
+            .query(&self.claim_within, &[&queue, &max, &lease_ms])
+            .await
+            .map_err(|e| t.error("cannot claim jobs", e))?;
+        Ok(claimed_of(rows))
+    }
+}
+
+/// Claimed rows as jobs, in the order they are due (priority, then admission).
+fn claimed_of(rows: Vec<tokio_postgres::Row>) -> Vec<Claimed> {
+    let mut jobs: Vec<Claimed> = rows
+        .iter()
+        .map(|r| {
+            let token: i64 = r.get(COLUMNS);
+            let mut job = job_of(r, 0);
+            job.lock = token as u64;
+            Claimed {
+                key: r.get(0),
+                token,
+                job,
+                ord: r.get(COLUMNS + 1),
+            }
+        })
+        .collect();
+    jobs.sort_unstable_by_key(|j| (j.job.priority, j.ord));
+    jobs
+}
+
+impl Statements {
     /// Completes activations (see [`AckStatements::complete`]).
     pub async fn complete(
         &self,

@@ -13,6 +13,7 @@ pub mod connect;
 pub mod events;
 pub mod jobs;
 pub mod leases;
+pub mod limits;
 pub mod pool;
 pub mod record;
 pub mod schema;

@@ -80,6 +80,9 @@ pub struct Pool {
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
     migrated: OnceCell<()>,
+    /// A connection of its own for transactions of several statements (claims within limits):
+    /// the shared ones interleave the statements of concurrent calls.
+    exclusive: tokio::sync::Mutex<Option<Conn>>,
 }
 
 impl Pool {
@@ -92,6 +95,7 @@ impl Pool {
                 .collect(),
             next: AtomicUsize::new(0),
             migrated: OnceCell::new(),
+            exclusive: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -126,10 +130,23 @@ impl Pool {
         Ok(c)
     }
 
+    /// The connection for transactions, held until the guard drops (callers wait their turn);
+    /// opened when first needed, reconnected if it dropped.
+    pub async fn exclusive(&self) -> Result<tokio::sync::MappedMutexGuard<'_, Conn>, EngineError> {
+        self.migrated().await?;
+        let mut slot = self.exclusive.lock().await;
+        if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *slot = Some(Conn::open(&self.target).await?);
+        }
+        tokio::sync::MutexGuard::try_map(slot, Option::as_mut)
+            .map_err(|_| EngineError::Internal("the exclusive connection is missing".into()))
+    }
+
     /// Drops every connection (their sockets close).
     pub async fn clear(&self) {
         for s in &self.slots {
             *s.lock().await = None;
         }
+        *self.exclusive.lock().await = None;
     }
 }

@@ -21,7 +21,9 @@
 //! so idle workers in any process wake without polling; `{schema}_delayed` when a statement
 //! leaves jobs delayed (the elected process recomputes its next promotion) and `{schema}_events`
 //! when one writes events (QueueEvents readers read). Version 3 adds the token index
-//! (`jobs_token`); version 4 drops the lease index, whose work the token index does.
+//! (`jobs_token`); version 4 drops the lease index, whose work the token index does; version 5
+//! indexes events by time for their trim; version 6 adds each queue's limits and token bucket
+//! (`queues.rate_max`, `rate_duration`, `concurrency`, `hold_until`, `tokens`, `refilled_at`).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -30,7 +32,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 5;
+pub const VERSION: i32 = 6;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -151,6 +153,17 @@ DROP INDEX {s}.jobs_leases;
     // The trim of old events (every 5 s) read the whole table without it.
     r#"
 CREATE INDEX events_at ON {s}.events (at);
+"#,
+    // A queue's limits (NULL: none; `limits.rs`): its own rate limit, its cap on active jobs,
+    // its hold (`rateLimit(ms)`), and the token bucket's state, all under the queue row's lock.
+    r#"
+ALTER TABLE {s}.queues
+    ADD COLUMN rate_max bigint,
+    ADD COLUMN rate_duration bigint,
+    ADD COLUMN concurrency bigint,
+    ADD COLUMN hold_until timestamptz,
+    ADD COLUMN tokens double precision,
+    ADD COLUMN refilled_at timestamptz;
 "#,
 ];
 

@@ -5,25 +5,13 @@
 
 mod support;
 
-use ferroqueue_postgres::jobs::{NewRow, Statements};
+use ferroqueue_postgres::jobs::Statements;
 use ferroqueue_postgres::leases::{Lease, LeaseStatements, Stalled, STALLED_TOO_OFTEN};
 use ferroqueue_postgres::schema::migrate;
 use ferroqueue_postgres::Target;
 use tokio_postgres::Client;
 
-fn row(name: &str) -> NewRow {
-    NewRow {
-        name: name.into(),
-        data: "{}".into(),
-        opts: None,
-        priority: 0,
-        delay: 0,
-        due_in: 0,
-        lifo: false,
-        timestamp: 1,
-        custom_id: None,
-    }
-}
+use support::ready_row as row;
 
 async fn expire(c: &Client, t: &Target, key: i64) {
     let s = t.schema();

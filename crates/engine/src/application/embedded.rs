@@ -12,6 +12,7 @@ use super::engine_disk::stored_logs_page;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
 use crate::domain::job::{Job, JobState};
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::error::{EngineError, Result};
@@ -117,13 +118,20 @@ impl Backend for Engine {
         self.paced(Engine::add_bulk(self, q, jobs))
     }
 
-    fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
-        Reply::Now(Ok(Engine::take(self, q, max).1))
+    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String> {
+        Reply::Now(Ok(Engine::take(self, q, max, limiter).1))
     }
 
-    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String> {
+    fn pull(
+        &self,
+        q: &QueueRef,
+        puller: u32,
+        max: usize,
+        limiter: Option<RateLimit>,
+        timeout: Duration,
+    ) -> Pending<String> {
         let (e, q) = (self.clone(), q.clone());
-        Box::pin(async move { Ok(e.pull(&q, puller, max, timeout).await.1) })
+        Box::pin(async move { Ok(e.pull(&q, puller, max, limiter, timeout).await.1) })
     }
 
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {
@@ -195,6 +203,15 @@ impl Backend for Engine {
             move |job| stored_logs_page(job, page),
         )
         .map(Option::unwrap_or_default)
+    }
+
+    fn limit(&self, q: &QueueRef, change: LimitChange) -> Reply<()> {
+        Engine::change_limits(self, q, change);
+        Reply::Now(Ok(()))
+    }
+
+    fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)> {
+        Reply::Now(Ok(Engine::limits(self, q)))
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

@@ -18,6 +18,7 @@ use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::Event;
 use crate::domain::job::{JobKey, JobState};
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
 use crate::domain::options::KeepJobs;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::queue_name::qualified_name;
@@ -276,12 +277,13 @@ impl Engine {
         })
     }
 
-    /// Activates up to `max` ready jobs now; returns their count and a JSON array of records.
-    pub fn take(&self, q: &QueueRef, max: usize) -> (usize, String) {
+    /// Activates up to `max` ready jobs now, within the queue's limits (`limiter`: the taking
+    /// worker's own rate limit); returns their count and a JSON array of records.
+    pub fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> (usize, String) {
         let wire = &*self.inner.wire;
         self.with(q, |qs, now, fx| {
             let mut out = String::from("[");
-            let n = qs.take(max, now, fx, |job| {
+            let n = qs.take_limited(max, limiter, now, fx, |job| {
                 wire::push_record(wire, job, true, &mut out)
             });
             out.push(']');
@@ -289,13 +291,16 @@ impl Engine {
         })
     }
 
-    /// Long-poll pull: resolves with up to `max` activated jobs as soon as any is ready, or with
-    /// none after `timeout` or when cancelled by [`Engine::cancel_pulls`].
+    /// Long-poll pull: resolves with up to `max` activated jobs as soon as any can start, or with
+    /// none after `timeout` or when cancelled by [`Engine::cancel_pulls`]. Ready jobs held back by
+    /// a rate limit or a hold are taken again when the next token comes or the hold ends (a
+    /// timer, not a poll); a cap on active jobs is waited out until a job finishes.
     pub async fn pull(
         &self,
         q: &QueueRef,
         puller: u32,
         max: usize,
+        limiter: Option<RateLimit>,
         timeout: Duration,
     ) -> (usize, String) {
         if max == 0 {
@@ -304,16 +309,19 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         let wire = self.inner.wire.clone();
         loop {
-            let (taken, rx) = self.with(q, |qs, now, fx| {
+            let (taken, rx, retry_at) = self.with(q, |qs, now, fx| {
                 let mut out = String::from("[");
-                let n = qs.take(max, now, fx, |job| {
+                let n = qs.take_limited(max, limiter, now, fx, |job| {
                     wire::push_record(&*wire, job, true, &mut out)
                 });
                 if n > 0 || timeout.is_zero() {
                     out.push(']');
-                    return (Some((n, out)), None);
+                    return (Some((n, out)), None, None);
                 }
-                (None, qs.waiters().register(puller))
+                let retry = qs
+                    .retry_at(limiter, now)
+                    .map(|at| Duration::from_millis(at.saturating_sub(now)));
+                (None, qs.waiters().register(puller), retry)
             });
             if let Some(t) = taken {
                 return t;
@@ -321,7 +329,9 @@ impl Engine {
             let Some(mut rx) = rx else {
                 return (0, "[]".into());
             };
-            match tokio::time::timeout_at(deadline, &mut rx).await {
+            let retry = retry_at.and_then(|d| tokio::time::Instant::now().checked_add(d));
+            let until = retry.map_or(deadline, |r| r.min(deadline));
+            match tokio::time::timeout_at(until, &mut rx).await {
                 Ok(Ok(())) => continue,
                 Ok(Err(_)) => return (0, "[]".into()),
                 Err(_) => {
@@ -329,10 +339,26 @@ impl Engine {
                     // the shard lock (notifications happen under it) and pass a wake-up that
                     // arrived on to the next waiter, so no job waits for another timeout.
                     self.with(q, |qs, _, _| qs.waiters().give_up(&mut rx));
+                    if until < deadline {
+                        continue; // a token came or a hold ended: try again
+                    }
                     return (0, "[]".into());
                 }
             }
         }
+    }
+
+    /// Changes a queue's limits (waiters try again).
+    pub fn change_limits(&self, q: &QueueRef, change: LimitChange) {
+        self.with(q, |qs, now, _| qs.change_limits(change, now));
+    }
+
+    /// A queue's limit settings and the ms until it takes jobs again by its own rate limit or a
+    /// hold (0: it does now).
+    pub fn limits(&self, q: &QueueRef) -> (LimitSettings, u64) {
+        self.with(q, |qs, now, _| {
+            (qs.limit_settings(), qs.rate_limit_ttl(now))
+        })
     }
 
     /// Wakes every pending pull of `puller` on a queue with an empty result; if none is pending

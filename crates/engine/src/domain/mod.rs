@@ -7,6 +7,7 @@ pub mod event;
 pub mod job;
 pub mod job_store;
 pub mod job_table;
+pub mod limits;
 pub mod listing;
 pub mod options;
 pub mod queue;

@@ -369,15 +369,22 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         }
         StorageOp::Queue(q, row) => {
             let mut stmt = conn.prepare_cached(
-                "INSERT INTO queues (name, last_auto_id, custom_seq, paused) VALUES (?1, ?2, ?3, ?4) \
+                "INSERT INTO queues (name, last_auto_id, custom_seq, paused, rate_max, rate_duration, \
+                 concurrency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
                  ON CONFLICT (name) DO UPDATE SET last_auto_id = excluded.last_auto_id, \
-                 custom_seq = excluded.custom_seq, paused = excluded.paused",
+                 custom_seq = excluded.custom_seq, paused = excluded.paused, \
+                 rate_max = excluded.rate_max, rate_duration = excluded.rate_duration, \
+                 concurrency = excluded.concurrency",
             )?;
+            let rate = row.limits.rate;
             stmt.execute(params![
                 &**q,
                 row.last_auto_id as i64,
                 row.custom_seq as i64,
-                row.paused
+                row.paused,
+                rate.map(|r| r.max),
+                rate.map(|r| r.duration as i64),
+                row.limits.concurrency,
             ])?;
             Ok(())
         }

@@ -11,6 +11,7 @@ use super::rows::{ExtraCols, JobRow, QueueRow, StateCols, StorageOp};
 use super::schema::migrate;
 use crate::domain::changes::EvictedOp;
 use crate::domain::job::JobState;
+use crate::domain::limits::{LimitSettings, RateLimit};
 
 fn state(state: JobState, seq: u64) -> StateCols {
     StateCols {
@@ -72,6 +73,13 @@ fn op(kind: u8, queue: &Arc<str>, key: u64, n: u64) -> StorageOp {
                 last_auto_id: n,
                 custom_seq: 0,
                 paused: n.is_multiple_of(2),
+                limits: LimitSettings {
+                    rate: n.is_multiple_of(3).then_some(RateLimit {
+                        max: n as u32 + 1,
+                        duration: 1_000,
+                    }),
+                    concurrency: n.is_multiple_of(5).then_some(n as u32),
+                },
             },
         ),
         10 => StorageOp::Evicted(q, EvictedOp::Delete { key, reply: None }),

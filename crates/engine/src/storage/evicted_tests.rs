@@ -55,7 +55,7 @@ fn add(e: &Engine, q: &QueueRef, opts: &str) -> Added {
 /// Takes and completes every ready job with its id as return value.
 fn complete_all(e: &Engine, q: &QueueRef, clock: &MockClock) {
     loop {
-        let (n, text) = e.take(q, 1);
+        let (n, text) = e.take(q, 1, None);
         if n == 0 {
             break;
         }

@@ -10,6 +10,7 @@ use rusqlite::{Connection, Row};
 use super::apply::{state_code, state_of_code};
 use super::rows::{ExtraCols, JobRow, QueueRow, StateCols};
 use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
+use crate::domain::limits::{LimitSettings, RateLimit};
 
 /// What is read back for one queue.
 #[derive(Default)]
@@ -97,7 +98,10 @@ pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Resu
 pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
     let mut snap = Snapshot::default();
     let mut names = BTreeMap::new();
-    let mut stmt = conn.prepare("SELECT name, last_auto_id, custom_seq, paused FROM queues")?;
+    let mut stmt = conn.prepare(
+        "SELECT name, last_auto_id, custom_seq, paused, rate_max, rate_duration, concurrency \
+         FROM queues",
+    )?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let name: String = r.get(0)?;
@@ -105,6 +109,16 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
             last_auto_id: r.get::<_, i64>(1)? as u64,
             custom_seq: r.get::<_, i64>(2)? as u64,
             paused: r.get(3)?,
+            limits: LimitSettings {
+                rate: match (r.get::<_, Option<u32>>(4)?, r.get::<_, Option<i64>>(5)?) {
+                    (Some(max), Some(duration)) => Some(RateLimit {
+                        max,
+                        duration: duration.max(1) as u64,
+                    }),
+                    _ => None,
+                },
+                concurrency: r.get(6)?,
+            },
         });
     }
     let mut stmt = conn.prepare(&format!(
@@ -166,6 +180,7 @@ fn restore_id_sequences(conn: &Connection, snap: &mut Snapshot) -> rusqlite::Res
             last_auto_id: 0,
             custom_seq: 0,
             paused: false,
+            limits: LimitSettings::default(),
         });
         if let Some(k) = max_auto {
             meta.last_auto_id = meta.last_auto_id.max(k as u64);

@@ -59,6 +59,7 @@ pub fn queue_of(name: Arc<str>, meta: Option<QueueRow>, rows: Vec<JobRow>, now: 
         last_auto_id: m.last_auto_id,
         custom_seq: m.custom_seq,
         paused: m.paused,
+        limits: m.limits,
     });
     let jobs = rows.into_iter().map(|row| {
         let (run_at, ord) = (row.state.run_at, row.state.ord);

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::domain::changes::{Changes, EvictedOp, DATA, EXTRA, NEW, STATE};
 use crate::domain::job::{Job, JobKey, JobState};
+use crate::domain::limits::LimitSettings;
 use crate::domain::queue::QueueState;
 
 /// A job's state columns.
@@ -60,6 +61,7 @@ pub struct QueueRow {
     pub last_auto_id: u64,
     pub custom_seq: u64,
     pub paused: bool,
+    pub limits: LimitSettings,
 }
 
 /// One write for the storage writer.
@@ -187,6 +189,7 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
                 last_auto_id,
                 custom_seq,
                 paused: q.is_paused(),
+                limits: q.limit_settings(),
             },
         ));
     }

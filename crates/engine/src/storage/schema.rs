@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -63,6 +63,12 @@ CREATE INDEX jobs_by_state ON jobs (queue, state, seq);
     r#"
 DROP INDEX jobs_by_state;
 CREATE INDEX jobs_finished ON jobs (queue, state, seq) WHERE state IN (4, 5);
+"#,
+    // 3: a queue's limits (NULL: none): its own rate limit and its cap on active jobs.
+    r#"
+ALTER TABLE queues ADD COLUMN rate_max INTEGER;
+ALTER TABLE queues ADD COLUMN rate_duration INTEGER;
+ALTER TABLE queues ADD COLUMN concurrency INTEGER;
 "#,
 ];
 

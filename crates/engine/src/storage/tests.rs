@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::MockClock;
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
 use crate::domain::queue::{Added, NewJob, Outcome};
 use crate::{Ack, Engine, EngineConfig, JobOptions};
 
@@ -66,7 +67,7 @@ fn state_survives_close_and_reopen() {
         e.add(&q, job("d", "4", "{\"jobId\":\"custom\"}")),
         Added::New(_)
     ));
-    let (n, text) = e.take(&q, 1);
+    let (n, text) = e.take(&q, 1, None);
     assert_eq!(n, 1);
     let pulled: serde_json::Value = serde_json::from_str(&text).unwrap();
     let token = pulled[0]["token"].as_u64().unwrap();
@@ -74,6 +75,15 @@ fn state_survives_close_and_reopen() {
     e.update_progress(&q, "2", "42").unwrap();
     e.add_log(&q, "2", "hello", 0).unwrap();
     e.pause(&q);
+    let limits = LimitSettings {
+        rate: Some(RateLimit {
+            max: 7,
+            duration: 1_500,
+        }),
+        concurrency: Some(3),
+    };
+    e.change_limits(&q, LimitChange::Rate(limits.rate));
+    e.change_limits(&q, LimitChange::Concurrency(limits.concurrency));
     settle(&e);
     let before: Vec<_> = ["1", "2", "3", "custom"]
         .iter()
@@ -91,6 +101,7 @@ fn state_survives_close_and_reopen() {
     assert_eq!(before, after);
     assert_eq!(e.counts(&q, &[]).unwrap(), counts);
     assert!(e.is_paused(&q));
+    assert_eq!(e.limits(&q).0, limits);
     assert_eq!(e.logs(&q, "2", 0, -1, true).0, vec!["hello".to_string()]);
     // the id sequence goes on
     assert_eq!(e.add(&q, job("e", "5", "{}")), Added::New(4));
@@ -110,7 +121,7 @@ fn active_jobs_count_an_attempt_and_come_back() {
     let q = e.queue_ref("work").unwrap();
     e.add(&q, job("retry", "1", "{\"attempts\":2}"));
     e.add(&q, job("once", "2", "{}"));
-    assert_eq!(e.take(&q, 2).0, 2);
+    assert_eq!(e.take(&q, 2, None).0, 2);
     settle(&e);
     e.close();
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ferroqueue_engine::backend::JobChange;
 use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::limits::LimitChange;
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::{EngineError, Result};
 use tokio_postgres::types::ToSql;
@@ -443,4 +444,14 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
         }),
         _ => Err(EngineError::JobNotFound(id.to_string())),
     }
+}
+
+/// Changes a queue's limits; pulls here claim again at once (other processes by the hint).
+pub(super) async fn change_limits(s: &Shared, queue: &Arc<str>, change: LimitChange) -> Result<()> {
+    let c = s.pool.get().await?;
+    crate::limits::change(&c, s.target(), queue, change).await?;
+    // Until a claim looks, assume a cap: a finished job then hints the others.
+    s.set_limited(queue, Some(true));
+    s.wake(queue);
+    Ok(())
 }

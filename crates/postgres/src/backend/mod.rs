@@ -17,6 +17,7 @@ mod admin;
 mod coalesce;
 mod feed;
 mod read;
+mod shared;
 mod upkeep;
 mod work;
 
@@ -28,8 +29,8 @@ use std::time::Duration;
 
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
-use ferroqueue_engine::domain::event::Event;
-use ferroqueue_engine::domain::job::{JobPolicy, JobState};
+use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, RateLimit};
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::domain::queue_name::qualified_name;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
@@ -38,9 +39,7 @@ use tokio::sync::Notify;
 
 use crate::connect::Target;
 use crate::pool::Pool;
-
-/// Longest a change waits for a subscription made before it to take effect.
-const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+use shared::{Held, Shared};
 
 /// How to open a PostgreSQL backend.
 pub struct PgConfig {
@@ -65,119 +64,6 @@ impl PgConfig {
             lease_ms: 30_000,
             upkeep_every: Duration::from_secs(1),
         }
-    }
-}
-
-/// An activation this process holds: what its ack needs to decide a retry.
-#[derive(Debug, Clone)]
-struct Held {
-    queue: Arc<str>,
-    key: i64,
-    attempts_made: u32,
-    policy: Option<JobPolicy>,
-}
-
-/// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when
-/// none was pending.
-#[derive(Default)]
-struct Cancel {
-    notify: Notify,
-    armed: AtomicBool,
-}
-
-/// A puller of a queue.
-type Puller = (Arc<str>, u32);
-
-/// What the backend's tasks share.
-struct Shared {
-    pool: Pool,
-    wire: Arc<dyn Wire>,
-    lease_ms: i64,
-    upkeep_every: Duration,
-    /// Adds and acks waiting for their statement (`coalesce.rs`).
-    adds: coalesce::Waiting<NewJob, Added>,
-    acks: coalesce::Waiting<Ack, AckResult>,
-    /// Activations by token.
-    held: Mutex<HashMap<i64, Held>>,
-    /// Wakes the pulls of a queue (a `NOTIFY` hint, or a change made here).
-    ready: Mutex<HashMap<Arc<str>, Arc<Notify>>>,
-    cancels: Mutex<HashMap<Puller, Arc<Cancel>>>,
-    /// Listeners per queue (QueueEvents, workers' event listeners).
-    listeners: Mutex<HashMap<Arc<str>, usize>>,
-    /// Events read from the feed, not yet drained.
-    events: Mutex<Vec<Event>>,
-    notifier: Mutex<Option<Notifier>>,
-    /// Wakes the feed reader (a `NOTIFY` hint, or a new listener).
-    feed: Notify,
-    /// Wakes the periodic work (a delayed job was added).
-    upkeep: Notify,
-    closed: AtomicBool,
-    /// Subscriptions made (each `subscribe` counts one) and those the feed reader has taken in
-    /// (its cursor is placed): a change made after a subscribe waits for it, so that a
-    /// QueueEvents hears every change its process makes after it was created.
-    subs_wanted: AtomicU64,
-    subs_ready: tokio::sync::watch::Sender<u64>,
-    /// Draws the jitter of backoffs.
-    rng: Mutex<u64>,
-}
-
-impl Shared {
-    fn target(&self) -> &Target {
-        self.pool.target()
-    }
-
-    fn ready_of(&self, queue: &Arc<str>) -> Arc<Notify> {
-        self.ready.lock().entry(queue.clone()).or_default().clone()
-    }
-
-    fn wake(&self, queue: &str) {
-        if let Some(n) = self.ready.lock().get(queue) {
-            n.notify_waiters();
-        }
-    }
-
-    fn wake_all(&self) {
-        for n in self.ready.lock().values() {
-            n.notify_waiters();
-        }
-    }
-
-    fn cancel_of(&self, queue: &Arc<str>, puller: u32) -> Arc<Cancel> {
-        self.cancels
-            .lock()
-            .entry((queue.clone(), puller))
-            .or_default()
-            .clone()
-    }
-
-    /// What a change must wait for first: the subscriptions made before it (see `subs_ready`).
-    pub(super) fn gate(&self) -> impl Future<Output = ()> + Send + 'static {
-        let wanted = self.subs_wanted.load(Ordering::Acquire);
-        let mut rx = (wanted > *self.subs_ready.borrow()).then(|| self.subs_ready.subscribe());
-        async move {
-            if let Some(rx) = rx.as_mut() {
-                // Bounded: without a database the feed never starts, and the call itself will
-                // say why.
-                let _ = tokio::time::timeout(SUBSCRIBE_WAIT, rx.wait_for(|n| *n >= wanted)).await;
-            }
-        }
-    }
-
-    /// A number in [0, 1) (xorshift64*).
-    fn unit(&self) -> f64 {
-        let mut s = self.rng.lock();
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        let v = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (v >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(EngineError::QueueClosed("(PostgreSQL backend)".into()));
-        }
-        Ok(())
     }
 }
 
@@ -223,6 +109,7 @@ impl PgBackend {
             subs_wanted: AtomicU64::new(0),
             subs_ready: tokio::sync::watch::Sender::new(0),
             rng: Mutex::new(seed),
+            limited: Mutex::new(Default::default()),
         });
         let handle = rt.handle().clone();
         handle.spawn(feed::listen(shared.clone()));
@@ -303,14 +190,24 @@ impl Backend for PgBackend {
         self.coalesced(q, jobs)
     }
 
-    fn take(&self, q: &QueueRef, max: usize) -> Reply<String> {
+    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String> {
         let q = q.name_arc().clone();
-        self.run(move |s| async move { work::take(&s, &q, max).await })
+        self.run(move |s| async move { work::take(&s, &q, max, limiter).await })
     }
 
-    fn pull(&self, q: &QueueRef, puller: u32, max: usize, timeout: Duration) -> Pending<String> {
+    fn pull(
+        &self,
+        q: &QueueRef,
+        puller: u32,
+        max: usize,
+        limiter: Option<RateLimit>,
+        timeout: Duration,
+    ) -> Pending<String> {
         let q = q.name_arc().clone();
-        match self.run(move |s| async move { work::pull(&s, &q, puller, max, timeout).await }) {
+        let pull = move |s: Arc<Shared>| async move {
+            work::pull(&s, &q, puller, max, limiter, timeout).await
+        };
+        match self.run(pull) {
             Reply::Now(r) => Box::pin(async move { r }),
             Reply::Later(p) => p,
         }
@@ -370,6 +267,19 @@ impl Backend for PgBackend {
     fn logs(&self, q: &QueueRef, id: &str, page: Page) -> Reply<(Vec<String>, usize)> {
         let (q, id) = (q.name_arc().clone(), id.to_string());
         self.run(move |s| async move { read::logs(&s, &q, &id, page).await })
+    }
+
+    fn limit(&self, q: &QueueRef, change: LimitChange) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { admin::change_limits(&s, &q, change).await })
+    }
+
+    fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::limits::read(&c, s.target(), &q).await
+        })
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::limits::RateLimit;
 use ferroqueue_engine::wire::push_record;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, KeepJobs, NewJob, Outcome, Result};
 
 use super::{Held, Shared};
 use crate::acks::{Completion, Failed, Failure};
 use crate::jobs::{AddedRow, NewRow, NOW_MS};
+use crate::limits;
 use crate::record::state_number;
 
 /// Adds jobs, all or none; answers each, in order.
@@ -70,16 +72,48 @@ pub(super) async fn add(s: &Shared, queue: &Arc<str>, jobs: Vec<NewJob>) -> Resu
     Ok(out)
 }
 
-/// Activates up to `max` ready jobs: a JSON array of records for a worker.
-pub(super) async fn take(s: &Shared, queue: &Arc<str>, max: usize) -> Result<String> {
+/// Activates up to `max` ready jobs within the queue's limits (`limiter`: the worker's own):
+/// a JSON array of records for a worker.
+pub(super) async fn take(
+    s: &Shared,
+    queue: &Arc<str>,
+    max: usize,
+    limiter: Option<RateLimit>,
+) -> Result<String> {
+    Ok(take_or_retry(s, queue, max, limiter).await?.0)
+}
+
+/// [`take`], and when a limit held ready jobs back, how long until waiting lets them start.
+async fn take_or_retry(
+    s: &Shared,
+    queue: &Arc<str>,
+    max: usize,
+    limiter: Option<RateLimit>,
+) -> Result<(String, Option<Duration>)> {
     let mut out = String::from("[");
+    let mut retry = None;
     if max > 0 {
         let c = s.pool.get().await?;
-        let max = max.min(10_000) as i64;
-        let claimed = c
-            .jobs
-            .claim(&c.client, s.target(), queue, max, s.lease_ms)
-            .await?;
+        let t = s.target();
+        let mut claimed = Vec::new();
+        let mut within = limiter.is_some() || s.is_limited(queue);
+        if !within {
+            let max = max.min(10_000) as i64;
+            claimed = c.jobs.claim(&c.client, t, queue, max, s.lease_ms).await?;
+            // Nothing for a plain claim: maybe the queue has limits (set by any process).
+            if claimed.is_empty() && limits::has_limits(&c, t, queue).await? {
+                s.set_limited(queue, Some(true));
+                within = true;
+            }
+        }
+        if within {
+            drop(c);
+            let c = s.pool.exclusive().await?;
+            let w = limits::claim_within(&c, t, queue, max, s.lease_ms, limiter).await?;
+            s.set_limited(queue, w.limited.then_some(w.capped));
+            claimed = w.claimed;
+            retry = w.retry;
+        }
         let mut held = s.held.lock();
         for j in &claimed {
             held.insert(
@@ -95,16 +129,17 @@ pub(super) async fn take(s: &Shared, queue: &Arc<str>, max: usize) -> Result<Str
         }
     }
     out.push(']');
-    Ok(out)
+    Ok((out, retry))
 }
 
-/// Like [`take`], waiting up to `timeout` for jobs (woken by hints, never polling); empty on
-/// timeout, cancellation or close.
+/// Like [`take`], waiting up to `timeout` for jobs (woken by hints, or when a token comes or a
+/// hold ends: never polling); empty on timeout, cancellation or close.
 pub(super) async fn pull(
     s: &Shared,
     queue: &Arc<str>,
     puller: u32,
     max: usize,
+    limiter: Option<RateLimit>,
     timeout: Duration,
 ) -> Result<String> {
     let cancel = s.cancel_of(queue, puller);
@@ -121,17 +156,24 @@ pub(super) async fn pull(
         let woken = ready.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        let got = take(s, queue, max).await?;
+        let (got, retry) = take_or_retry(s, queue, max, limiter).await?;
         if got.len() > 2 || s.closed.load(Ordering::Acquire) {
             return Ok(got);
         }
+        let again = retry
+            .and_then(|d| tokio::time::Instant::now().checked_add(d))
+            .map_or(end, |at| at.min(end));
         tokio::select! {
             _ = &mut woken => {}
             _ = &mut cancelled => {
                 cancel.armed.store(false, Ordering::Release);
                 return Ok("[]".into());
             }
-            _ = tokio::time::sleep_until(end) => return Ok("[]".into()),
+            _ = tokio::time::sleep_until(again) => {
+                if again >= end {
+                    return Ok("[]".into());
+                }
+            }
         }
     }
 }
@@ -274,6 +316,12 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     }
     if failed.iter().any(|f| f.2 > 0) {
         s.upkeep.notify_one();
+    }
+    // A job of a queue with a cap on active jobs left active: workers held back claim again.
+    if s.is_capped(queue) && results.iter().any(|r| *r != AckResult::Stale) {
+        let c = s.pool.get().await?;
+        limits::slot_freed(&c, s.target(), queue).await?;
+        s.wake(queue);
     }
     bounds.dedup();
     for (state, b) in bounds {

@@ -4,6 +4,7 @@
 //! `FERROQUEUE_TEST_POSTGRES_URL` and `FERROQUEUE_REQUIRE_POSTGRES=1`; a plain `cargo test`
 //! without a server skips these tests with a message, but `npm test` never does.
 
+use ferroqueue_postgres::jobs::NewRow;
 use ferroqueue_postgres::{connect, Target};
 use tokio_postgres::Client;
 
@@ -31,4 +32,20 @@ pub async fn fresh(name: &str) -> Option<(Target, Client)> {
         .await
         .expect("drop an old schema");
     Some((t, c))
+}
+
+/// A ready job named `name` with an empty payload and no options.
+#[allow(dead_code)] // not every test file adds jobs this way
+pub fn ready_row(name: &str) -> NewRow {
+    NewRow {
+        name: name.into(),
+        data: "{}".into(),
+        opts: None,
+        priority: 0,
+        delay: 0,
+        due_in: 0,
+        lifo: false,
+        timestamp: 1,
+        custom_id: None,
+    }
 }

@@ -12,8 +12,24 @@ const STACKTRACE_LIMIT: usize = 10;
 
 impl QueueState {
     /// Finishes an activation. `keep` is the worker's retention rule, used when the job has none
-    /// of its own. `unit` in [0, 1) draws the jitter. O(log n).
+    /// of its own. O(log n).
     pub fn ack(
+        &mut self,
+        key: JobKey,
+        lock: u64,
+        outcome: Outcome,
+        keep: Option<KeepJobs>,
+        now: u64,
+        fx: &mut Effects,
+    ) -> AckResult {
+        let result = self.finish(key, lock, outcome, keep, now, fx);
+        if result != AckResult::Stale {
+            self.slot_freed();
+        }
+        result
+    }
+
+    fn finish(
         &mut self,
         key: JobKey,
         lock: u64,

@@ -26,6 +26,7 @@ use super::event::{Event, EventKind};
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_store::JobStore;
 use super::job_table::JobTable;
+use super::limits::Limits;
 use super::options::JobOptions;
 use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
@@ -36,6 +37,7 @@ mod admin;
 pub mod evicted;
 mod read;
 mod rebuild;
+mod take;
 #[cfg(test)]
 mod tests;
 
@@ -136,6 +138,8 @@ pub struct QueueState {
     state_seq: u64,
     lock_seq: u64,
     paused: bool,
+    /// Rate limit, cap on active jobs and hold (`take.rs`).
+    limits: Limits,
     /// Long-poll waiters of this queue.
     waiters: WaiterQueue,
     /// Number of event listeners; events are collected only while > 0.
@@ -174,6 +178,7 @@ impl QueueState {
             state_seq: 0,
             lock_seq: 0,
             paused: false,
+            limits: Limits::default(),
             waiters: WaiterQueue::default(),
             listeners: 0,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
@@ -406,54 +411,6 @@ impl QueueState {
     /// Earliest run-at among delayed jobs.
     pub fn next_due(&mut self) -> Option<u64> {
         self.delayed.next_due()
-    }
-
-    /// Activates up to `max` ready jobs (none while paused), handing each to `each` as it is
-    /// activated (its `lock` is the token to ack with). Returns how many were taken.
-    /// O(k log n).
-    pub fn take(
-        &mut self,
-        max: usize,
-        now: u64,
-        fx: &mut Effects,
-        mut each: impl FnMut(&Job),
-    ) -> usize {
-        self.promote_due(now, fx);
-        if self.paused {
-            return 0;
-        }
-        let mut taken = 0;
-        while taken < max {
-            let Some((key, (priority, _))) = self.ready.pop(self.jobs.heap_slots()) else {
-                break;
-            };
-            if priority > 0 {
-                self.prioritized -= 1;
-            }
-            self.lock_seq += 1;
-            let lock = self.lock_seq;
-            let seq = self.next_state_seq();
-            let Some(job) = self.jobs.change(&key, STATE) else {
-                continue;
-            };
-            let prev = job.state.as_str();
-            job.state = JobState::Active;
-            job.lock = lock;
-            job.processed_on = now;
-            job.attempts_started += 1;
-            job.state_seq = seq;
-            each(job);
-            self.active.insert(seq, key);
-            self.emit(fx, || EventKind::Active {
-                job_id: id_of(key, &self.jobs),
-                prev,
-            });
-            taken += 1;
-        }
-        if taken > 0 && self.ready.is_empty() {
-            self.emit(fx, || EventKind::Drained);
-        }
-        taken
     }
 
     fn finished_set(&mut self, state: JobState) -> &mut BTreeMap<u64, JobKey> {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::QueueState;
 use crate::domain::changes::{EXTRA, STATE};
 use crate::domain::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
+use crate::domain::limits::LimitSettings;
 
 /// Failure reason of a job that was active when its process stopped.
 pub const STALLED_REASON: &str = "job stalled: the process stopped while the job was active";
@@ -29,6 +30,7 @@ pub struct StoredSettings {
     pub last_auto_id: u64,
     pub custom_seq: u64,
     pub paused: bool,
+    pub limits: LimitSettings,
 }
 
 impl QueueState {
@@ -46,6 +48,7 @@ impl QueueState {
             q.last_auto_id = m.last_auto_id;
             q.custom_seq = m.custom_seq;
             q.paused = m.paused;
+            q.limits.restore(m.limits);
         }
         let mut stalled = Vec::new();
         let mut ready_later = Vec::new();

@@ -1,0 +1,119 @@
+//! Taking jobs: activating ready jobs for a worker, within the queue's limits (`limits.rs`:
+//! rate, cap on active jobs, hold), and changing those limits.
+
+use super::{id_of, Effects, QueueState};
+use crate::domain::changes::STATE;
+use crate::domain::event::EventKind;
+use crate::domain::job::{Job, JobState};
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+
+impl QueueState {
+    /// Activates up to `max` ready jobs (none while paused), handing each to `each` as it is
+    /// activated (its `lock` is the token to ack with). Returns how many were taken.
+    /// O(k log n).
+    pub fn take(
+        &mut self,
+        max: usize,
+        now: u64,
+        fx: &mut Effects,
+        each: impl FnMut(&Job),
+    ) -> usize {
+        self.take_limited(max, None, now, fx, each)
+    }
+
+    /// [`QueueState::take`] for a worker whose own rate limit is `limiter` (BullMQ's `limiter`:
+    /// one budget for the queue, shared by every worker; the queue's own rate limit overrides
+    /// it). Takes no more than the queue's limits allow now.
+    pub fn take_limited(
+        &mut self,
+        max: usize,
+        limiter: Option<RateLimit>,
+        now: u64,
+        fx: &mut Effects,
+        mut each: impl FnMut(&Job),
+    ) -> usize {
+        self.promote_due(now, fx);
+        if self.paused {
+            return 0;
+        }
+        let limited = limiter.is_some() || !self.limits.is_unlimited();
+        let max = if limited {
+            self.limits.budget(max, self.active.len(), limiter, now)
+        } else {
+            max
+        };
+        let mut taken = 0;
+        while taken < max {
+            let Some((key, (priority, _))) = self.ready.pop(self.jobs.heap_slots()) else {
+                break;
+            };
+            if priority > 0 {
+                self.prioritized -= 1;
+            }
+            self.lock_seq += 1;
+            let lock = self.lock_seq;
+            let seq = self.next_state_seq();
+            let Some(job) = self.jobs.change(&key, STATE) else {
+                continue;
+            };
+            let prev = job.state.as_str();
+            job.state = JobState::Active;
+            job.lock = lock;
+            job.processed_on = now;
+            job.attempts_started += 1;
+            job.state_seq = seq;
+            each(job);
+            self.active.insert(seq, key);
+            self.emit(fx, || EventKind::Active {
+                job_id: id_of(key, &self.jobs),
+                prev,
+            });
+            taken += 1;
+        }
+        if limited {
+            self.limits.spend(taken, limiter);
+        }
+        if taken > 0 && self.ready.is_empty() {
+            self.emit(fx, || EventKind::Drained);
+        }
+        taken
+    }
+
+    /// When a take that found nothing can succeed by waiting alone (ready jobs held back by a
+    /// rate limit or a hold): the time to try again. `None` when waiting does not help: nothing
+    /// is ready, the queue is paused, or the cap on active jobs is reached (a finished job wakes
+    /// a waiter then).
+    pub fn retry_at(&self, limiter: Option<RateLimit>, now: u64) -> Option<u64> {
+        if self.paused || self.ready.is_empty() {
+            return None;
+        }
+        self.limits.retry_at(self.active.len(), limiter, now)
+    }
+
+    /// Changes the queue's limits; waiters try again, as a limit may have been lifted.
+    pub fn change_limits(&mut self, change: LimitChange, now: u64) {
+        if self.limits.change(change, now) {
+            self.settings_changed |= self.jobs.persists();
+        }
+        if !self.paused && !self.ready.is_empty() {
+            self.waiters.notify(self.ready.len());
+        }
+    }
+
+    /// The queue's limit settings.
+    pub fn limit_settings(&self) -> LimitSettings {
+        self.limits.settings()
+    }
+
+    /// Ms until the queue takes jobs again by a hold or its own rate limit (0: it does now).
+    pub fn rate_limit_ttl(&mut self, now: u64) -> u64 {
+        self.limits.ttl(None, now)
+    }
+
+    /// An active job left: under a cap on active jobs, a waiter may take its slot.
+    pub(super) fn slot_freed(&mut self) {
+        if self.limits.caps_active() && !self.paused && !self.ready.is_empty() {
+            self.waiters.notify(1);
+        }
+    }
+}
