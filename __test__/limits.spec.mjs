@@ -79,6 +79,18 @@ describe('rate limit', () => {
     await w.close()
   })
 
+  it("a worker waiting for tokens is not drained: 'drained' comes once, when the queue is empty", async () => {
+    const queue = await filled(6, 'drained')
+    const done = []
+    let drained = 0
+    const w = mkWorker(queue.name, async (job) => done.push(job.id), { concurrency: 1, limiter: { max: 2, duration: 200 } })
+    w.on('drained', () => drained++)
+    await waitFor(() => done.length === 6)
+    await waitFor(() => drained === 1)
+    await delay(100)
+    expect(drained).toBe(1)
+  })
+
   it('getRateLimitTtl says how long an emptied bucket takes to give the next token', async () => {
     const queue = await filled(3, 'ttl')
     expect(await queue.getRateLimitTtl()).toBe(0)

@@ -267,9 +267,19 @@ class Worker extends QueueHandle {
   }
 
   _maybeDrained() {
-    if (this._worked) {
+    if (this._worked && !this._heldBack()) {
       this._worked = false
       this._emitSafe('drained')
+    }
+  }
+
+  /** Whether ready jobs wait only for the queue's limits (then it is not drained). */
+  _heldBack() {
+    try {
+      return binding.heldBack(this._h, this._limitMax, this._limitDuration)
+    } catch (e) {
+      this._emitError(fromBinding(e))
+      return false
     }
   }
 

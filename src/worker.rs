@@ -67,6 +67,16 @@ pub fn try_pull(
     }
 }
 
+/// Whether the queue's ready jobs wait only for its limits (for a worker whose `limiter` is
+/// `limit_max` per `limit_duration` ms, 0 for none): then the queue is not drained.
+#[napi(catch_unwind)]
+pub fn held_back(env: &Env, h: u32, limit_max: u32, limit_duration: f64) -> napi::Result<bool> {
+    run(env, || {
+        let limiter = limiter(limit_max, limit_duration)?;
+        with_queue(h, |b, q| Ok(b.held_back(q, limiter)))?
+    })
+}
+
 /// Resolves every pending pull of `puller` on the queue with an empty array.
 #[napi(catch_unwind)]
 pub fn cancel_pulls(env: &Env, h: u32, puller: u32) -> napi::Result<()> {

@@ -162,6 +162,9 @@ pub trait Backend: Send + Sync + 'static {
         limiter: Option<RateLimit>,
         timeout: Duration,
     ) -> Pending<String>;
+    /// Whether the queue's ready jobs wait only for its limits (for a worker with `limiter`), as
+    /// the latest take of this process found: such a queue is not drained.
+    fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool;
     /// Resolves every pending pull of `puller` empty (and the next one, if none is pending).
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()>;
     /// Finishes activations; results in input order.

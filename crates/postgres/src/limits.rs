@@ -163,6 +163,8 @@ pub struct Within {
     pub limited: bool,
     /// The queue has a cap on active jobs (a finished job must hint the others).
     pub capped: bool,
+    /// The limits allowed nothing while jobs were ready: the queue is not drained.
+    pub held_back: bool,
 }
 
 /// Claims up to `want` ready jobs of `queue` within its limits and the worker's `limiter`, in
@@ -267,12 +269,21 @@ async fn within(
         None => 0,
     };
     let budget = stored.budget(want.min(10_000), active, limiter);
-    let claimed = if budget.n > 0 {
-        c.jobs
+    let (claimed, held_back) = if budget.n > 0 {
+        let got = c
+            .jobs
             .claim_within(&c.client, t, queue, budget.n as i64, lease_ms)
-            .await?
+            .await?;
+        (got, false)
     } else {
-        Vec::new()
+        // Nothing may start: is anything ready (held back), or is the queue drained?
+        let sql =
+            format!("SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1))");
+        let rows = c.query(t, what, &sql, &[&queue]).await?;
+        (
+            Vec::new(),
+            rows.first().is_some_and(|r| r.get::<_, bool>(0)),
+        )
     };
     let left = budget.tokens.map(|tk| tk - claimed.len() as f64);
     // Held back (it took all the budget, less than it wanted): try again when waiting helps.
@@ -292,6 +303,7 @@ async fn within(
         retry,
         limited,
         capped,
+        held_back,
     };
     Ok((w, Some((left, row.get::<_, f64>(7)))))
 }

@@ -134,6 +134,10 @@ impl Backend for Engine {
         Box::pin(async move { Ok(e.pull(&q, puller, max, limiter, timeout).await.1) })
     }
 
+    fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool {
+        Engine::held_back(self, q, limiter)
+    }
+
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {
         Engine::cancel_pulls(self, q, puller);
         Ok(())

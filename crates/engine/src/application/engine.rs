@@ -348,6 +348,13 @@ impl Engine {
         }
     }
 
+    /// Whether the queue's ready jobs wait only for its limits (see [`QueueState::held_back`]).
+    pub fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool {
+        let now = self.now();
+        self.read(q, |qs| qs.held_back(limiter, now))
+            .unwrap_or(false)
+    }
+
     /// Changes a queue's limits (waiters try again).
     pub fn change_limits(&self, q: &QueueRef, change: LimitChange) {
         self.with(q, |qs, now, _| qs.change_limits(change, now));

@@ -216,6 +216,11 @@ impl Limits {
         hold.max(self.bucket.next_token_at(now).saturating_sub(now))
     }
 
+    /// Whether a take of one job would get nothing now by these limits (nothing changes).
+    pub fn would_hold_back(&self, active: usize, worker: Option<RateLimit>, now: u64) -> bool {
+        self.clone().budget(1, active, worker, now) == 0
+    }
+
     /// Whether the cap on active jobs applies (a finished job then frees a slot others wait for).
     pub fn caps_active(&self) -> bool {
         self.settings.concurrency.is_some()

@@ -110,6 +110,7 @@ impl PgBackend {
             subs_ready: tokio::sync::watch::Sender::new(0),
             rng: Mutex::new(seed),
             limited: Mutex::new(Default::default()),
+            held_back: Mutex::new(Default::default()),
         });
         let handle = rt.handle().clone();
         handle.spawn(feed::listen(shared.clone()));
@@ -211,6 +212,10 @@ impl Backend for PgBackend {
             Reply::Now(r) => Box::pin(async move { r }),
             Reply::Later(p) => p,
         }
+    }
+
+    fn held_back(&self, q: &QueueRef, _limiter: Option<RateLimit>) -> bool {
+        self.shared.held_back.lock().contains(q.name())
     }
 
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {

@@ -1,7 +1,7 @@
 //! What the PostgreSQL backend's tasks share: the pool, the activations this process holds, the
 //! wake-ups of pulls, cancellations, listeners and buffered events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -76,6 +76,8 @@ pub(super) struct Shared {
     /// through `limits::claim_within` (found by a plain claim that came back empty, cleared by
     /// a claim within that found none).
     pub(super) limited: Mutex<HashMap<Arc<str>, bool>>,
+    /// Queues whose latest take here found ready jobs held back by their limits alone.
+    pub(super) held_back: Mutex<HashSet<Arc<str>>>,
 }
 
 impl Shared {

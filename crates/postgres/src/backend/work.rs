@@ -96,6 +96,7 @@ async fn take_or_retry(
         let c = s.pool.get().await?;
         let t = s.target();
         let mut claimed = Vec::new();
+        let mut held_back = false;
         let mut within = limiter.is_some() || s.is_limited(queue);
         if !within {
             let max = max.min(10_000) as i64;
@@ -113,6 +114,15 @@ async fn take_or_retry(
             s.set_limited(queue, w.limited.then_some(w.capped));
             claimed = w.claimed;
             retry = w.retry;
+            held_back = w.held_back;
+        }
+        {
+            let mut h = s.held_back.lock();
+            if held_back {
+                h.insert(queue.clone());
+            } else if !h.is_empty() {
+                h.remove(queue);
+            }
         }
         let mut held = s.held.lock();
         for j in &claimed {

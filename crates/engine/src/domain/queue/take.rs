@@ -90,6 +90,15 @@ impl QueueState {
         self.limits.retry_at(self.active.len(), limiter, now)
     }
 
+    /// Whether ready jobs wait only for the limits (a worker with limiter `limiter` would take
+    /// none now): the queue is not drained.
+    pub fn held_back(&self, limiter: Option<RateLimit>, now: u64) -> bool {
+        !self.paused
+            && !self.ready.is_empty()
+            && (limiter.is_some() || !self.limits.is_unlimited())
+            && self.limits.would_hold_back(self.active.len(), limiter, now)
+    }
+
     /// Changes the queue's limits; waiters try again, as a limit may have been lifted.
     pub fn change_limits(&mut self, change: LimitChange, now: u64) {
         if self.limits.change(change, now) {
