@@ -43,6 +43,22 @@ export interface JobsOptions {
   timestamp?: number
   /** Keep only the newest N log rows. */
   keepLogs?: number
+  /**
+   * While a job added with this `id` holds its key, adds with the same id add nothing and
+   * resolve with that job (QueueEvents `deduplicated`). Without `ttl` the key lives until the
+   * job finishes (completed, or failed for good) or is removed; with `ttl` (ms) for that long
+   * from the add, restarted by each duplicate with `extend`; `replace` (with `ttl`) swaps a
+   * still-delayed holder for the new job. Embedded engine only for now.
+   */
+  deduplication?: DeduplicationOptions
+}
+
+export interface DeduplicationOptions {
+  /** A non-empty string of at most 1024 bytes. */
+  id: string
+  ttl?: number
+  extend?: boolean
+  replace?: boolean
 }
 
 /** When a changing call's promise resolves on a durable queue. */
@@ -199,6 +215,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   priority: number
   /** The lock token of the current activation (jobs given to a processor). */
   token: string | undefined
+  /** `opts.deduplication.id`, if the job was added with one. */
+  deduplicationId: string | undefined
 
   updateProgress(progress: JobProgress): Promise<void>
   log(row: string): Promise<number>
@@ -209,6 +227,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   promote(): Promise<void>
   retry(state?: 'failed' | 'completed', opts?: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean }): Promise<void>
   remove(): Promise<void>
+  /** Removes the key of `deduplicationId` if this job holds it; resolves whether it did. */
+  removeDeduplicationKey(): Promise<boolean>
   isCompleted(): Promise<boolean>
   isFailed(): Promise<boolean>
   isDelayed(): Promise<boolean>
@@ -279,6 +299,10 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   rateLimit(expireTimeMs: number): Promise<void>
   /** Ms until the queue starts jobs again by its own rate limit or `rateLimit(ms)` (0: now). */
   getRateLimitTtl(): Promise<number>
+  /** The id of the job holding the deduplication key of `id`, or null. */
+  getDeduplicationJobId(id: string): Promise<string | null>
+  /** Removes the deduplication key of `id` (adds with it go through again): 1 if a live key was removed, else 0. */
+  removeDeduplicationKey(id: string): Promise<number>
   drain(delayed?: boolean): Promise<void>
   /** 1 if removed, 0 if absent or active. */
   remove(id: string): Promise<number>
@@ -356,6 +380,8 @@ export interface QueueEventsListener {
   'retries-exhausted': (args: { jobId: string; attemptsMade: number }, id: string) => void
   removed: (args: { jobId: string; prev: string }, id: string) => void
   duplicated: (args: { jobId: string }, id: string) => void
+  /** An add found `jobId` holding the key of `deduplicationId` (with `replace`, `jobId` is the new job); `deduplicatedJobId` is the job not kept. */
+  deduplicated: (args: { jobId: string; deduplicationId: string; deduplicatedJobId: string }, id: string) => void
   cleaned: (args: { count: number }, id: string) => void
   drained: (id: string) => void
   paused: (args: {}, id: string) => void

@@ -38,7 +38,7 @@ describe('no option is silently ignored', () => {
     const q = mkQueue()
     for (const [opts, code, pattern] of [
       [{ repeat: { every: 1000 } }, 'ERR_UNSUPPORTED_OPTION', /^repeat /],
-      [{ deduplication: { id: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^deduplication /],
+      [{ debounce: { id: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^debounce /],
       [{ parent: { id: '1', queue: 'q' } }, 'ERR_UNSUPPORTED_OPTION', /^parent /],
       [{ timeout: 1000 }, 'ERR_UNSUPPORTED_OPTION', /^timeout /],
       [{ sizeLimit: 100 }, 'ERR_UNSUPPORTED_OPTION', /^sizeLimit /],

@@ -15,7 +15,7 @@ const { Job } = require('./job')
 const v = require('./validate')
 
 /** What an addBulk code means when it is not an automatic id (see src/queue.rs). */
-const { CustomId, Duplicate } = binding.AddOutcome
+const { CustomId, Duplicate, Deduplicated } = binding.AddOutcome
 
 /** Jobs per native call (and per turn of the event loop) of a large addBulk. */
 const BULK_SLICE = 10_000
@@ -116,7 +116,10 @@ async function addBulk(queue, jobs) {
       const w = wire[i]
       const k = s * BULK_SLICE + i
       if (c[i] === Duplicate) out[k] = await queue.getJob(w.opts.jobId)
-      else out[k] = new Job(queue, w.name, w.data, w.opts, c[i] === CustomId ? w.opts.jobId : String(c[i]), now)
+      else if (c[i] === Deduplicated) {
+        const holder = await queue.getDeduplicationJobId(w.opts.deduplication.id)
+        out[k] = holder === null ? undefined : await queue.getJob(holder)
+      } else out[k] = new Job(queue, w.name, w.data, w.opts, c[i] === CustomId ? w.opts.jobId : String(c[i]), now)
     }
   }
   return out

@@ -24,6 +24,14 @@ class Job {
     this.data = data
     this.opts = opts
     this.id = id
+    // BullMQ's field: the `deduplication` id the job was added with.
+    let dedup
+    try {
+      dedup = opts.deduplication
+    } catch (e) {
+      throw inputError(e, 'opts')
+    }
+    this.deduplicationId = dedup !== null && typeof dedup === 'object' && typeof dedup.id === 'string' ? dedup.id : undefined
     // Both branches set the same fields in the same order (one object shape for all jobs).
     if (r === undefined || typeof r === 'number') {
       let timestamp, delay, priority
@@ -176,6 +184,25 @@ class Job {
     this.processedOn = undefined
     this.returnvalue = null
     if (reset) this.attemptsMade = 0
+  }
+
+  /**
+   * Removes the deduplication key of this job's `deduplication.id` if this job holds it;
+   * resolves whether it did.
+   */
+  async removeDeduplicationKey() {
+    if (this.deduplicationId === undefined) return false
+    const h = this._h
+    let r
+    try {
+      r = binding.removeDeduplicationKey(h, this.deduplicationId, this.id)
+    } catch (e) {
+      throw fromBinding(e)
+    }
+    if (isPending(r)) r = await native(r)
+    const wait = this.queue._commitWait()
+    if (wait) await wait
+    return r
   }
 
   /** Removes the job; throws ERR_JOB_LOCKED while a worker holds it. */

@@ -87,11 +87,36 @@ class Queue extends QueueHandle {
       if (wait) await wait
       return this.getJob(merged.jobId)
     }
+    if (code === binding.AddOutcome.Deduplicated) return this._deduplicated(name, data, opts, merged)
     const job = new Job(this, name, data, merged, code === binding.AddOutcome.CustomId ? merged.jobId : String(code), timestamp)
     const wait = this._commitWait()
     if (wait) await wait
     this.emit('waiting', job)
     return job
+  }
+
+  /**
+   * The job that holds the deduplication key an add found (BullMQ resolves with it). Should the
+   * key be gone already (its job just finished), the add is made again: it would succeed now.
+   */
+  async _deduplicated(name, data, opts, merged) {
+    const wait = this._commitWait()
+    if (wait) await wait
+    const holder = await this.getDeduplicationJobId(merged.deduplication.id)
+    const job = holder === null ? undefined : await this.getJob(holder)
+    return job ?? this.add(name, data, opts)
+  }
+
+  /** The id of the job holding the deduplication key of `id`, or null. */
+  async getDeduplicationJobId(id) {
+    v.name('id', id)
+    return native(this._call(binding.getDeduplicationJobId, id))
+  }
+
+  /** Removes the deduplication key of `id` (adds with it are no longer held back); 1 if a live key was removed, else 0. */
+  async removeDeduplicationKey(id) {
+    v.name('id', id)
+    return (await this._change(binding.removeDeduplicationKey, id, null)) ? 1 : 0
   }
 
   /** Adds jobs, all or none (see bulk.js); resolves with them in order. */

@@ -25,6 +25,9 @@ pub enum AddOutcome {
     CustomId = 0,
     /// A job with that custom id existed already: nothing was added.
     Duplicate = -1,
+    /// A job holds the key of its deduplication id: nothing was added
+    /// (`getDeduplicationJobId` names it).
+    Deduplicated = -2,
 }
 
 /// `add`'s answer as a number: the automatic id (> 0), or an [`AddOutcome`] value.
@@ -33,6 +36,7 @@ fn added_code(a: Added, custom: bool) -> f64 {
         Added::New(key) if !custom => key as f64,
         Added::New(_) => AddOutcome::CustomId as i32 as f64,
         Added::Duplicate(_) => AddOutcome::Duplicate as i32 as f64,
+        Added::Deduplicated(_) => AddOutcome::Deduplicated as i32 as f64,
     }
 }
 
@@ -231,6 +235,35 @@ pub fn get_counts(env: &Env, h: u32, types: Vec<String>) -> napi::Result<Answer<
 pub fn count(env: &Env, h: u32) -> napi::Result<Answer<'_, f64>> {
     let reply = run(env, || with_queue(h, |b, q| b.count(q)))?;
     answer(env, reply, |n| n as f64)
+}
+
+/// The id of the job holding the deduplication key of `id`, or null.
+#[napi(
+    catch_unwind,
+    ts_return_type = "string | null | Promise<string | null>"
+)]
+pub fn get_deduplication_job_id(
+    env: &Env,
+    h: u32,
+    id: String,
+) -> napi::Result<Answer<'_, Option<String>>> {
+    let reply = run(env, || with_queue(h, |b, q| b.dedup_holder(q, &id)))?;
+    answer(env, reply, |j| j)
+}
+
+/// Removes the deduplication key of `id` (with `holder`, only if that job holds it); answers
+/// whether a live key was removed.
+#[napi(catch_unwind, ts_return_type = "boolean | Promise<boolean>")]
+pub fn remove_deduplication_key(
+    env: &Env,
+    h: u32,
+    id: String,
+    holder: Option<String>,
+) -> napi::Result<Answer<'_, bool>> {
+    let reply = run(env, || {
+        with_queue(h, |b, q| b.remove_dedup_key(q, &id, holder.as_deref()))
+    })?;
+    answer(env, reply, |r| r)
 }
 
 /// Pauses the queue.

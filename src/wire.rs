@@ -173,6 +173,17 @@ fn write_event(e: &Event, out: &mut String) {
             let _ = write!(out, ",\"attemptsMade\":{attempts_made}");
         }
         EventKind::Duplicated { job_id } => id(out, job_id),
+        EventKind::Deduplicated {
+            job_id,
+            deduplication_id,
+            deduplicated_job_id,
+        } => {
+            id(out, job_id);
+            out.push_str(",\"deduplicationId\":");
+            push_json_str(out, deduplication_id);
+            out.push_str(",\"deduplicatedJobId\":");
+            push_json_str(out, deduplicated_job_id);
+        }
         EventKind::Cleaned { count } => {
             let _ = write!(out, "\"count\":{count}");
         }

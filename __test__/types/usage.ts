@@ -68,6 +68,14 @@ async function main(): Promise<void> {
   await queue.setGlobalConcurrency(3)
   const cap: number | null = await queue.getGlobalConcurrency()
   const ttl: number = await queue.getRateLimitTtl()
+  const once = await queue.add('welcome', { to: 'a@b.c' }, { deduplication: { id: 'welcome:a', ttl: 60_000, extend: true } })
+  const holderId: string | null = await queue.getDeduplicationJobId('welcome:a')
+  const dropped: number = await queue.removeDeduplicationKey('welcome:a')
+  const dedupId: string | undefined = once.deduplicationId
+  const freed: boolean = await once.removeDeduplicationKey()
+  new QueueEvents('mail').on('deduplicated', ({ jobId, deduplicationId, deduplicatedJobId }) => void [jobId, deduplicationId, deduplicatedJobId])
+  // @ts-expect-error a deduplication needs its id
+  await queue.add('welcome', { to: 'a@b.c' }, { deduplication: { ttl: 5 } })
   // @ts-expect-error a limiter needs its duration
   new Worker('mail', async () => {}, { limiter: { max: 10 } })
   worker.on('completed', (j, result) => {
@@ -89,6 +97,6 @@ async function main(): Promise<void> {
   await worker.close(true)
   await events.close()
   await queue.close()
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl]
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed]
 }
 void main

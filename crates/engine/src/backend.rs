@@ -193,6 +193,12 @@ pub trait Backend: Send + Sync + 'static {
     /// a hold (0: it does now).
     fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)>;
 
+    /// The id of the job holding the deduplication key of `id` (`getDeduplicationJobId`).
+    fn dedup_holder(&self, q: &QueueRef, id: &str) -> Reply<Option<String>>;
+    /// Removes the deduplication key of `id`; with `holder`, only if that job holds it. Answers
+    /// whether a live key was removed.
+    fn remove_dedup_key(&self, q: &QueueRef, id: &str, holder: Option<&str>) -> Reply<bool>;
+
     /// Stops workers from taking jobs.
     fn pause(&self, q: &QueueRef) -> Reply<()>;
     /// Lets workers take jobs again.

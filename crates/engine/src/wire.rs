@@ -132,6 +132,15 @@ pub mod test_json {
                 put("jobId", job_id.as_str().into());
                 put("prev", (*prev).into());
             }
+            EventKind::Deduplicated {
+                job_id,
+                deduplication_id,
+                deduplicated_job_id,
+            } => {
+                put("jobId", job_id.as_str().into());
+                put("deduplicationId", deduplication_id.as_str().into());
+                put("deduplicatedJobId", deduplicated_job_id.as_str().into());
+            }
             EventKind::Progress { job_id, data } => {
                 put("jobId", job_id.as_str().into());
                 put("data", raw(Some(data), Value::Null));

@@ -218,6 +218,14 @@ impl Backend for Engine {
         Reply::Now(Ok(Engine::limits(self, q)))
     }
 
+    fn dedup_holder(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        Reply::Now(Ok(Engine::dedup_holder(self, q, id)))
+    }
+
+    fn remove_dedup_key(&self, q: &QueueRef, id: &str, holder: Option<&str>) -> Reply<bool> {
+        Reply::Now(Ok(Engine::remove_dedup_key(self, q, id, holder)))
+    }
+
     fn pause(&self, q: &QueueRef) -> Reply<()> {
         Engine::pause(self, q);
         Reply::Now(Ok(()))

@@ -145,6 +145,9 @@ impl Engine {
                 let mut q =
                     restore::queue_of(Arc::from(name.as_str()), saved.meta, saved.rows, now);
                 q.set_evicted(saved.evicted_count, saved.evicted_ids);
+                for (id, key) in saved.dedup {
+                    q.restore_dedup(id, key);
+                }
                 rows::snapshot(&mut q, &mut recovery_ops);
                 eviction.apply(&mut q);
                 if let Some(d) = q.next_due() {
@@ -353,6 +356,17 @@ impl Engine {
         let now = self.now();
         self.read(q, |qs| qs.held_back(limiter, now))
             .unwrap_or(false)
+    }
+
+    /// The id of the job holding the deduplication key of `id`, if a key lives.
+    pub fn dedup_holder(&self, q: &QueueRef, id: &str) -> Option<String> {
+        self.with(q, |qs, now, _| qs.dedup_holder(id, now))
+    }
+
+    /// Removes the deduplication key of `id` (with `holder`, only if that job holds it);
+    /// answers whether a live key was removed.
+    pub fn remove_dedup_key(&self, q: &QueueRef, id: &str, holder: Option<&str>) -> bool {
+        self.with(q, |qs, now, _| qs.remove_dedup_key(id, holder, now))
     }
 
     /// Changes a queue's limits (waiters try again).

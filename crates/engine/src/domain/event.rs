@@ -46,6 +46,13 @@ pub enum EventKind {
     Duplicated {
         job_id: String,
     },
+    /// An add found the key of its deduplication id held by `job_id` (or, replacing a delayed
+    /// holder, `job_id` is the new job); `deduplicated_job_id` is the job not kept.
+    Deduplicated {
+        job_id: String,
+        deduplication_id: String,
+        deduplicated_job_id: String,
+    },
     Cleaned {
         count: usize,
     },
@@ -75,6 +82,7 @@ impl EventKind {
             EventKind::RetriesExhausted { .. } => "retries-exhausted",
             EventKind::Removed { .. } => "removed",
             EventKind::Duplicated { .. } => "duplicated",
+            EventKind::Deduplicated { .. } => "deduplicated",
             EventKind::Cleaned { .. } => "cleaned",
             EventKind::Drained => "drained",
             EventKind::Paused => "paused",

@@ -124,6 +124,8 @@ pub struct JobRare {
     /// The options as the user gave them (JSON text), echoed back in `opts`.
     pub opts_json: Option<Box<str>>,
     pub policy: Option<JobPolicy>,
+    /// The `deduplication` id, whose key the job may hold.
+    pub dedup_id: Option<Box<str>>,
 }
 
 /// One job.
@@ -178,11 +180,13 @@ impl Job {
         } else {
             None
         };
-        let rare = (policy.is_some() || opts.job_id.is_some()).then(|| {
+        let dedup_id = opts.deduplication.as_ref().map(|d| d.id.clone());
+        let rare = (policy.is_some() || opts.job_id.is_some() || dedup_id.is_some()).then(|| {
             Box::new(JobRare {
                 custom_id: opts.job_id.clone(),
                 opts_json: None,
                 policy,
+                dedup_id,
             })
         });
         Job {
@@ -222,6 +226,11 @@ impl Job {
     /// The custom id, taking the job.
     pub fn into_custom_id(self) -> Option<Box<str>> {
         self.rare?.custom_id
+    }
+
+    /// The `deduplication` id, if the job was given one.
+    pub fn dedup_id(&self) -> Option<&str> {
+        self.rare.as_ref()?.dedup_id.as_deref()
     }
 
     /// The options as the user gave them (JSON text), if any.

@@ -3,6 +3,7 @@
 //! as [`changes::Changes`]; how that is written is storage's business.
 
 pub mod changes;
+pub mod dedup;
 pub mod event;
 pub mod job;
 pub mod job_store;

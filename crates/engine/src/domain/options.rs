@@ -1,5 +1,5 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`), parsed from JSON text
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`), parsed from JSON text
 //! and validated into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when
 //! logging). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
 //! refused with `ERR_UNSUPPORTED_OPTION`, a name that is no option at all with
@@ -12,6 +12,7 @@ use std::fmt;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+use super::dedup::{Deduplication, RawDeduplication};
 use crate::error::{EngineError, Result};
 
 /// Highest priority accepted, as in BullMQ (2^21).
@@ -84,10 +85,12 @@ pub struct JobOptions {
     pub backoff: Option<Backoff>,
     pub remove_on_complete: Option<KeepJobs>,
     pub remove_on_fail: Option<KeepJobs>,
+    /// `deduplication` (`dedup.rs`).
+    pub deduplication: Option<Deduplication>,
 }
 
 /// The job options ferroqueue implements, as BullMQ names them.
-pub const JOB_OPTIONS: [&str; 10] = [
+pub const JOB_OPTIONS: [&str; 11] = [
     "jobId",
     "delay",
     "priority",
@@ -98,10 +101,11 @@ pub const JOB_OPTIONS: [&str; 10] = [
     "removeOnFail",
     "keepLogs",
     "timestamp",
+    "deduplication",
 ];
 
 /// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
-pub const UNSUPPORTED_JOB_OPTIONS: [&str; 15] = [
+pub const UNSUPPORTED_JOB_OPTIONS: [&str; 14] = [
     "repeat",
     "repeatJobKey",
     "parent",
@@ -109,7 +113,6 @@ pub const UNSUPPORTED_JOB_OPTIONS: [&str; 15] = [
     "ignoreDependencyOnFailure",
     "removeDependencyOnFailure",
     "continueParentOnFailure",
-    "deduplication",
     "debounce",
     "prevMillis",
     "telemetry",
@@ -155,6 +158,7 @@ struct RawOptions {
     remove_on_fail: Option<RawKeep>,
     keep_logs: Option<f64>,
     timestamp: Option<f64>,
+    deduplication: Option<RawDeduplication>,
     /// The first name that is not one of [`JOB_OPTIONS`].
     other: Option<String>,
 }
@@ -171,6 +175,7 @@ enum Field {
     RemoveOnFail,
     KeepLogs,
     Timestamp,
+    Deduplication,
     Other(String),
 }
 
@@ -194,6 +199,7 @@ impl<'de> Deserialize<'de> for Field {
                     "removeOnFail" => Field::RemoveOnFail,
                     "keepLogs" => Field::KeepLogs,
                     "timestamp" => Field::Timestamp,
+                    "deduplication" => Field::Deduplication,
                     other => Field::Other(other.to_string()),
                 })
             }
@@ -227,6 +233,7 @@ impl<'de> Deserialize<'de> for RawOptions {
                         Field::RemoveOnFail => o.remove_on_fail = map.next_value()?,
                         Field::KeepLogs => o.keep_logs = map.next_value()?,
                         Field::Timestamp => o.timestamp = map.next_value()?,
+                        Field::Deduplication => o.deduplication = map.next_value()?,
                         Field::Other(name) => {
                             map.next_value::<IgnoredAny>()?;
                             if o.other.is_none() {
@@ -277,6 +284,7 @@ impl Default for JobOptions {
             backoff: None,
             remove_on_complete: None,
             remove_on_fail: None,
+            deduplication: None,
         }
     }
 }
@@ -332,6 +340,9 @@ impl JobOptions {
         }
         if let Some(t) = raw.timestamp {
             non_negative_ms("timestamp", t)?;
+        }
+        if let Some(d) = raw.deduplication {
+            o.deduplication = Some(Deduplication::parse(d)?);
         }
         Ok(o)
     }

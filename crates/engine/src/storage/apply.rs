@@ -391,6 +391,27 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Wipe(q) => {
             let mut stmt = conn.prepare_cached("DELETE FROM jobs WHERE queue = ?1")?;
             stmt.execute(params![&**q])?;
+            let mut stmt = conn.prepare_cached("DELETE FROM dedup WHERE queue = ?1")?;
+            stmt.execute(params![&**q])?;
+            Ok(())
+        }
+        StorageOp::Dedup(q, id, Some(k)) => {
+            let mut stmt = conn.prepare_cached(
+                "INSERT INTO dedup (queue, id, job_key, until) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (queue, id) DO UPDATE SET job_key = excluded.job_key, \
+                 until = excluded.until",
+            )?;
+            stmt.execute(params![
+                &**q,
+                &**id,
+                k.job as i64,
+                k.until.map(|u| u.min(i64::MAX as u64) as i64)
+            ])?;
+            Ok(())
+        }
+        StorageOp::Dedup(q, id, None) => {
+            let mut stmt = conn.prepare_cached("DELETE FROM dedup WHERE queue = ?1 AND id = ?2")?;
+            stmt.execute(params![&**q, &**id])?;
             Ok(())
         }
     }

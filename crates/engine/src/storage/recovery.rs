@@ -9,6 +9,7 @@ use rusqlite::{Connection, Row};
 
 use super::apply::{state_code, state_of_code};
 use super::rows::{ExtraCols, JobRow, QueueRow, StateCols};
+use crate::domain::dedup::DedupKey;
 use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::limits::{LimitSettings, RateLimit};
 
@@ -21,6 +22,8 @@ pub struct SavedQueue {
     pub evicted_count: [u64; 2],
     /// Custom ids of those rows.
     pub evicted_ids: Vec<(Box<str>, JobKey)>,
+    /// Deduplication keys by id.
+    pub dedup: Vec<(Box<str>, DedupKey)>,
 }
 
 /// Everything needed to rebuild the engine, by queue name.
@@ -120,6 +123,21 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
                 concurrency: r.get(6)?,
             },
         });
+    }
+    let mut stmt = conn.prepare("SELECT queue, id, job_key, until FROM dedup")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let queue: String = r.get(0)?;
+        let id: String = r.get(1)?;
+        let key = DedupKey {
+            job: r.get::<_, i64>(2)? as JobKey,
+            until: r.get::<_, Option<i64>>(3)?.map(|u| u.max(0) as u64),
+        };
+        snap.queues
+            .entry(queue)
+            .or_default()
+            .dedup
+            .push((id.into(), key));
     }
     let mut stmt = conn.prepare(&format!(
         "{JOB_SELECT} WHERE state NOT IN (4, 5) ORDER BY queue, key"

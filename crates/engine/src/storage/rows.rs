@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::domain::changes::{Changes, EvictedOp, DATA, EXTRA, NEW, STATE};
+use crate::domain::dedup::DedupKey;
 use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::limits::LimitSettings;
 use crate::domain::queue::QueueState;
@@ -77,6 +78,8 @@ pub enum StorageOp {
     Wipe(Arc<str>),
     /// An operation on jobs only the file holds.
     Evicted(Arc<str>, EvictedOp),
+    /// Sets (or with `None` drops) the queue's deduplication key of an id.
+    Dedup(Arc<str>, Box<str>, Option<DedupKey>),
 }
 
 impl StorageOp {
@@ -90,7 +93,8 @@ impl StorageOp {
             | StorageOp::Delete(q, _)
             | StorageOp::Queue(q, _)
             | StorageOp::Wipe(q)
-            | StorageOp::Evicted(q, _) => q,
+            | StorageOp::Evicted(q, _)
+            | StorageOp::Dedup(q, ..) => q,
         }
     }
 }
@@ -158,7 +162,19 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
     if !q.persists() {
         return;
     }
+    let dedup = q.take_dedup_ops();
     let changes = q.take_changes();
+    push_changes(q, changes, out);
+    let name = q.name();
+    out.extend(
+        dedup
+            .into_iter()
+            .map(|(id, k)| StorageOp::Dedup(name.clone(), id, k)),
+    );
+}
+
+/// The job and queue changes as ops.
+fn push_changes(q: &QueueState, changes: Changes, out: &mut Vec<StorageOp>) {
     if changes.is_empty() {
         return;
     }

@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -69,6 +69,16 @@ CREATE INDEX jobs_finished ON jobs (queue, state, seq) WHERE state IN (4, 5);
 ALTER TABLE queues ADD COLUMN rate_max INTEGER;
 ALTER TABLE queues ADD COLUMN rate_duration INTEGER;
 ALTER TABLE queues ADD COLUMN concurrency INTEGER;
+"#,
+    // 4: deduplication keys: the job holding each, until when (NULL: until it finishes).
+    r#"
+CREATE TABLE dedup (
+    queue TEXT NOT NULL,
+    id TEXT NOT NULL,
+    job_key INTEGER NOT NULL,
+    until INTEGER,
+    PRIMARY KEY (queue, id)
+);
 "#,
 ];
 

@@ -404,3 +404,41 @@ fn teardown_on_the_writer_thread_commits_checkpoints_and_releases_the_file() {
     assert_eq!(reopened.counts(&q, &["waiting".into()]).unwrap()[0].1, 2);
     reopened.close();
 }
+
+#[test]
+fn deduplication_keys_survive_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dedup.db");
+    let simple = r#"{"deduplication":{"id":"a"}}"#;
+    let window = r#"{"deduplication":{"id":"b","ttl":60000}}"#;
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    assert_eq!(e.add(&q, job("a", "1", simple)), Added::New(1));
+    assert_eq!(e.add(&q, job("b", "2", window)), Added::New(2));
+    assert_eq!(
+        e.add(&q, job("c", "3", r#"{"deduplication":{"id":"c"}}"#)),
+        Added::New(3)
+    );
+    assert!(e.remove_dedup_key(&q, "c", None));
+    settle(&e);
+    e.close();
+
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    assert_eq!(e.add(&q, job("a", "4", simple)), Added::Deduplicated(1));
+    assert_eq!(e.add(&q, job("b", "5", window)), Added::Deduplicated(2));
+    assert_eq!(e.dedup_holder(&q, "b").as_deref(), Some("2"));
+    assert_eq!(e.dedup_holder(&q, "c"), None, "a removed key stays removed");
+    // The holder finishes: its key without a window goes, and is gone after the next open.
+    let (n, text) = e.take(&q, 1, None);
+    assert_eq!(n, 1);
+    let token = crate::domain::job::parse_taken(&text)[0].1;
+    ack_ok(&e, &q, "1", token, "null");
+    settle(&e);
+    e.close();
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    assert_eq!(e.dedup_holder(&q, "a"), None);
+    assert_eq!(e.dedup_holder(&q, "b").as_deref(), Some("2"));
+    e.close();
+}

@@ -455,3 +455,11 @@ pub(super) async fn change_limits(s: &Shared, queue: &Arc<str>, change: LimitCha
     s.wake(queue);
     Ok(())
 }
+
+/// The error for a feature the PostgreSQL backend does not have yet.
+pub(super) fn unbuilt(what: &str) -> EngineError {
+    EngineError::Unsupported {
+        option: what.into(),
+        reason: "is not supported on PostgreSQL yet".into(),
+    }
+}

@@ -176,6 +176,9 @@ impl Backend for PgBackend {
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
+        if job.opts.deduplication.is_some() {
+            return Reply::Now(Err(admin::unbuilt("deduplication")));
+        }
         let one = |mut added: Vec<Added>| {
             added
                 .pop()
@@ -188,6 +191,9 @@ impl Backend for PgBackend {
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        if jobs.iter().any(|j| j.opts.deduplication.is_some()) {
+            return Reply::Now(Err(admin::unbuilt("deduplication")));
+        }
         self.coalesced(q, jobs)
     }
 
@@ -285,6 +291,14 @@ impl Backend for PgBackend {
             let c = s.pool.get().await?;
             crate::limits::read(&c, s.target(), &q).await
         })
+    }
+
+    fn dedup_holder(&self, _q: &QueueRef, _id: &str) -> Reply<Option<String>> {
+        Reply::Now(Err(admin::unbuilt("getDeduplicationJobId")))
+    }
+
+    fn remove_dedup_key(&self, _q: &QueueRef, _id: &str, _holder: Option<&str>) -> Reply<bool> {
+        Reply::Now(Err(admin::unbuilt("removeDeduplicationKey")))
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

@@ -50,11 +50,17 @@ async fn a_rate_limited_pull_resolves_when_the_next_token_comes() {
     for _ in 0..12 {
         add(&e, &q, "{}");
     }
-    assert!(!e.held_back(&q, FIVE_PER_500), "a full bucket holds nothing back");
+    assert!(
+        !e.held_back(&q, FIVE_PER_500),
+        "a full bucket holds nothing back"
+    );
     assert_eq!(pull_at(&e, &q, 10, FIVE_PER_500).await, (5, 0));
     assert_eq!(e.take(&q, 10, FIVE_PER_500).0, 0);
     assert!(e.held_back(&q, FIVE_PER_500), "ready jobs wait for a token");
-    assert!(!e.held_back(&q, None), "a worker without a limiter is not held back");
+    assert!(
+        !e.held_back(&q, None),
+        "a worker without a limiter is not held back"
+    );
     assert_eq!(pull_at(&e, &q, 10, FIVE_PER_500).await, (1, 100));
     assert_eq!(pull_at(&e, &q, 10, FIVE_PER_500).await, (1, 200));
     // The queue's own rate limit overrides the worker's.
@@ -70,7 +76,10 @@ async fn a_rate_limited_pull_resolves_when_the_next_token_comes() {
     assert_eq!(e.limits(&q).1, 1_000);
     e.change_limits(&q, LimitChange::Rate(None));
     assert_eq!(pull_at(&e, &q, 10, None).await, (4, 1_200));
-    assert!(!e.held_back(&q, FIVE_PER_500), "nothing is ready: drained, not held back");
+    assert!(
+        !e.held_back(&q, FIVE_PER_500),
+        "nothing is ready: drained, not held back"
+    );
 }
 
 #[tokio::test(start_paused = true)]

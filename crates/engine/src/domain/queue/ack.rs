@@ -22,9 +22,17 @@ impl QueueState {
         now: u64,
         fx: &mut Effects,
     ) -> AckResult {
+        let dedup_id = self
+            .jobs
+            .get(&key)
+            .and_then(|j| j.dedup_id())
+            .map(Box::<str>::from);
         let result = self.finish(key, lock, outcome, keep, now, fx);
         if result != AckResult::Stale {
             self.slot_freed();
+        }
+        if let (Some(id), AckResult::Completed | AckResult::Failed) = (dedup_id, result) {
+            self.dedup_finished(&id, key);
         }
         result
     }

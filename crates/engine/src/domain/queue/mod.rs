@@ -22,6 +22,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::changes::{Changes, EvictedOp, STATE};
+use super::dedup::{DedupKey, DedupKeys, Verdict};
 use super::event::{Event, EventKind};
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_store::JobStore;
@@ -34,6 +35,7 @@ use crate::structures::DelayedHeap;
 
 mod ack;
 mod admin;
+mod dedup;
 pub mod evicted;
 mod read;
 mod rebuild;
@@ -78,6 +80,8 @@ pub enum Added {
     New(JobKey),
     /// A job with that custom id exists already; nothing was added.
     Duplicate(JobKey),
+    /// A job holds the key of its deduplication id; nothing was added.
+    Deduplicated(JobKey),
 }
 
 /// How a worker finished an activation.
@@ -140,6 +144,10 @@ pub struct QueueState {
     paused: bool,
     /// Rate limit, cap on active jobs and hold (`take.rs`).
     limits: Limits,
+    /// Deduplication keys (`dedup.rs`), and those set or dropped since the last
+    /// [`QueueState::take_dedup_ops`] (durable queues).
+    dedup: DedupKeys,
+    dedup_ops: Vec<(Box<str>, Option<DedupKey>)>,
     /// Long-poll waiters of this queue.
     waiters: WaiterQueue,
     /// Number of event listeners; events are collected only while > 0.
@@ -179,6 +187,8 @@ impl QueueState {
             lock_seq: 0,
             paused: false,
             limits: Limits::default(),
+            dedup: DedupKeys::default(),
+            dedup_ops: Vec::new(),
             waiters: WaiterQueue::default(),
             listeners: 0,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
@@ -307,6 +317,28 @@ impl QueueState {
                 return Added::Duplicate(key);
             }
         }
+        let dedup = job.opts.deduplication.clone();
+        let verdict = dedup.as_ref().map(|d| self.deduplicate(d, now));
+        let mut replaced = None;
+        match (verdict, &dedup) {
+            (Some(Verdict::Duplicate(holder)), Some(d)) => {
+                // The would-be job's id is used up, as in BullMQ, so the event can name it.
+                let would_be = match &job.opts.job_id {
+                    Some(id) => id.to_string(),
+                    None => {
+                        self.last_auto_id += 1;
+                        self.last_auto_id.to_string()
+                    }
+                };
+                self.deduplicated(d, holder, would_be, fx);
+                return Added::Deduplicated(holder);
+            }
+            (Some(Verdict::Replace(old)), _) => {
+                replaced = Some(id_of(old, &self.jobs));
+                self.replace_holder(old, fx);
+            }
+            _ => {}
+        }
         let key = match &job.opts.job_id {
             Some(id) => {
                 self.custom_seq += 1;
@@ -350,6 +382,9 @@ impl QueueState {
             if !self.paused {
                 self.waiters.notify(1);
             }
+        }
+        if let (Some(d), Some(v)) = (&dedup, verdict) {
+            self.hold_dedup(d, key, v, replaced, now, fx);
         }
         Added::New(key)
     }
@@ -428,6 +463,9 @@ impl QueueState {
         let job = self.jobs.remove(&key)?;
         if let Some(id) = job.custom_id() {
             self.custom_ids.remove(id);
+        }
+        if let Some(id) = job.dedup_id() {
+            self.dedup_removed(id, key);
         }
         Some(job)
     }

@@ -15,6 +15,7 @@ use crate::domain::options::{JobOptions, KeepJobs};
 use crate::error::EngineError;
 
 mod admin;
+mod dedup;
 mod jobs;
 mod model;
 
@@ -42,7 +43,7 @@ fn add(q: &mut QueueState, opts: &str, now: u64) -> String {
 fn add_fx(q: &mut QueueState, opts: &str, now: u64, fx: &mut Effects) -> String {
     match q.add(new_job(opts, now), now, fx) {
         Added::New(key) => q.jobs.get(&key).map(|j| j.id_string()).unwrap_or_default(),
-        Added::Duplicate(key) => panic!("unexpected duplicate of key {key}"),
+        other => panic!("unexpected {other:?}"),
     }
 }
 
