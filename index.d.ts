@@ -48,7 +48,7 @@ export interface JobsOptions {
    * resolve with that job (QueueEvents `deduplicated`). Without `ttl` the key lives until the
    * job finishes (completed, or failed for good) or is removed; with `ttl` (ms) for that long
    * from the add, restarted by each duplicate with `extend`; `replace` (with `ttl`) swaps a
-   * still-delayed holder for the new job. Embedded engine only for now.
+   * still-delayed holder for the new job.
    */
   deduplication?: DeduplicationOptions
 }

@@ -1,18 +1,17 @@
 // Deduplication (BullMQ's `deduplication: { id, ttl?, extend?, replace? }`): while a job holds
 // the key of its id, adds with that id add nothing and resolve with it; QueueEvents hear
-// `deduplicated`. On PostgreSQL it is refused for now (not built there yet): never ignored.
+// `deduplicated`. Runs on every backend.
 import { describe, it, expect, afterEach, beforeAll, afterAll } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Queue, Worker, QueueEvents } from '../index.mjs'
-import { uniqueName, delay, waitFor, rejection, openTracker, itExcept, backend } from './helpers.mjs'
+import { uniqueName, delay, waitFor, rejection, openTracker, itExcept } from './helpers.mjs'
 
 const { track, mkQueue, mkWorker, mkEvents } = openTracker('dd', { Queue, Worker, QueueEvents }, afterEach)
-const notOnPostgres = itExcept('postgres', 'deduplication is not built on PostgreSQL yet (issue 10); the refusal is tested below')
 
 describe('deduplication', () => {
-  notOnPostgres('without ttl, the holder answers every add until it finishes; then adds go through', async () => {
+  it('without ttl, the holder answers every add until it finishes; then adds go through', async () => {
     const queue = mkQueue()
     const events = mkEvents(queue.name)
     const seen = []
@@ -40,7 +39,7 @@ describe('deduplication', () => {
     expect(next.data).toEqual({ n: 4 })
   })
 
-  notOnPostgres('a ttl is a window from the add, whatever the job does; extend restarts it', async () => {
+  it('a ttl is a window from the add, whatever the job does; extend restarts it', async () => {
     const queue = mkQueue()
     const ttl = { deduplication: { id: 'w', ttl: 300 } }
     const a = await queue.add('j', {}, ttl)
@@ -62,7 +61,7 @@ describe('deduplication', () => {
     expect((await queue.add('j', {}, ext)).id).not.toBe(d.id)
   })
 
-  notOnPostgres('replace swaps a delayed holder for the newest job (debounce)', async () => {
+  it('replace swaps a delayed holder for the newest job (debounce)', async () => {
     const queue = mkQueue()
     const events = mkEvents(queue.name)
     const removed = []
@@ -81,7 +80,7 @@ describe('deduplication', () => {
     expect(removed.every((r) => r.prev === 'delayed')).toBe(true)
   })
 
-  notOnPostgres('removeDeduplicationKey (queue, or job: only its own key) lets the next add through', async () => {
+  it('removeDeduplicationKey (queue, or job: only its own key) lets the next add through', async () => {
     const queue = mkQueue()
     const opts = { deduplication: { id: 'k' } }
     const a = await queue.add('j', {}, opts)
@@ -94,7 +93,7 @@ describe('deduplication', () => {
     expect(await queue.getDeduplicationJobId('k')).toBe(null)
   })
 
-  notOnPostgres('addBulk deduplicates within a batch and against earlier jobs', async () => {
+  it('addBulk deduplicates within a batch and against earlier jobs', async () => {
     const queue = mkQueue()
     const opts = { deduplication: { id: 'b' } }
     const jobs = await queue.addBulk([
@@ -121,15 +120,6 @@ describe('deduplication', () => {
     }
     expect(await queue.count()).toBe(0)
   })
-
-  itExcept('embedded', 'the embedded engine deduplicates (above)')('is refused on PostgreSQL, never ignored', async () => {
-    expect(backend).toBe('postgres')
-    const queue = mkQueue()
-    const e = await rejection(queue.add('j', {}, { deduplication: { id: 'k' } }))
-    expect(e.code).toBe('ERR_UNSUPPORTED_OPTION')
-    expect(e.message).toMatch(/^deduplication is not supported on PostgreSQL yet/)
-    expect(await queue.count()).toBe(0)
-  })
 })
 
 describe('deduplication on a durable queue', () => {
@@ -139,7 +129,7 @@ describe('deduplication on a durable queue', () => {
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  notOnPostgres('keeps its keys across a restart', async () => {
+  itExcept('postgres', 'the SQLite file is the embedded engine; PostgreSQL keeps keys in its dedup table, tested above')('keeps its keys across a restart', async () => {
     const dataPath = join(dir, 'dedup.db')
     const name = uniqueName('durable')
     const q = new Queue(name, { dataPath })

@@ -10,6 +10,7 @@
 pub mod acks;
 pub mod backend;
 pub mod connect;
+pub mod dedup;
 pub mod events;
 pub mod jobs;
 pub mod leases;

@@ -23,7 +23,8 @@
 //! when one writes events (QueueEvents readers read). Version 3 adds the token index
 //! (`jobs_token`); version 4 drops the lease index, whose work the token index does; version 5
 //! indexes events by time for their trim; version 6 adds each queue's limits and token bucket
-//! (`queues.rate_max`, `rate_duration`, `concurrency`, `hold_until`, `tokens`, `refilled_at`).
+//! (`queues.rate_max`, `rate_duration`, `concurrency`, `hold_until`, `tokens`, `refilled_at`);
+//! version 7 the deduplication keys (`dedup`).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -32,7 +33,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 6;
+pub const VERSION: i32 = 7;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -164,6 +165,17 @@ ALTER TABLE {s}.queues
     ADD COLUMN hold_until timestamptz,
     ADD COLUMN tokens double precision,
     ADD COLUMN refilled_at timestamptz;
+"#,
+    // Deduplication keys (`dedup.rs`): the job holding each, until when (NULL: until it
+    // finishes).
+    r#"
+CREATE TABLE {s}.dedup (
+    queue text NOT NULL,
+    id text NOT NULL,
+    job_key bigint NOT NULL,
+    until timestamptz,
+    PRIMARY KEY (queue, id)
+);
 "#,
 ];
 

@@ -186,7 +186,7 @@ async fn obliterate_once(
             return Ok(Some(active));
         }
     }
-    for table in ["jobs", "finished", "job_ids"] {
+    for table in ["jobs", "finished", "job_ids", "dedup"] {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
             &[&queue],
@@ -454,12 +454,4 @@ pub(super) async fn change_limits(s: &Shared, queue: &Arc<str>, change: LimitCha
     s.set_limited(queue, Some(true));
     s.wake(queue);
     Ok(())
-}
-
-/// The error for a feature the PostgreSQL backend does not have yet.
-pub(super) fn unbuilt(what: &str) -> EngineError {
-    EngineError::Unsupported {
-        option: what.into(),
-        reason: "is not supported on PostgreSQL yet".into(),
-    }
 }

@@ -217,6 +217,11 @@ pub(super) fn expand(row: &EventRow, out: &mut Vec<Event>) {
                 });
             }
             "duplicated" => push(EventKind::Duplicated { job_id }),
+            "deduplicated" => push(EventKind::Deduplicated {
+                job_id,
+                deduplication_id: text(v, "dedup"),
+                deduplicated_job_id: text(v, "dropped"),
+            }),
             "active" => push(EventKind::Active {
                 job_id,
                 prev: "waiting",

@@ -176,14 +176,18 @@ impl Backend for PgBackend {
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
-        if job.opts.deduplication.is_some() {
-            return Reply::Now(Err(admin::unbuilt("deduplication")));
-        }
         let one = |mut added: Vec<Added>| {
             added
                 .pop()
                 .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
         };
+        if job.opts.deduplication.is_some() {
+            let q = q.name_arc().clone();
+            let add = move |s: Arc<Shared>| async move {
+                one(work::add_deduplicated(&s, &q, vec![job]).await?)
+            };
+            return self.run(add);
+        }
         match self.coalesced(q, vec![job]) {
             Reply::Now(r) => Reply::Now(r.and_then(one)),
             Reply::Later(p) => Reply::later(async move { one(p.await?) }),
@@ -192,7 +196,8 @@ impl Backend for PgBackend {
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
         if jobs.iter().any(|j| j.opts.deduplication.is_some()) {
-            return Reply::Now(Err(admin::unbuilt("deduplication")));
+            let q = q.name_arc().clone();
+            return self.run(move |s| async move { work::add_deduplicated(&s, &q, jobs).await });
         }
         self.coalesced(q, jobs)
     }
@@ -293,12 +298,21 @@ impl Backend for PgBackend {
         })
     }
 
-    fn dedup_holder(&self, _q: &QueueRef, _id: &str) -> Reply<Option<String>> {
-        Reply::Now(Err(admin::unbuilt("getDeduplicationJobId")))
+    fn dedup_holder(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::dedup::holder(&c, s.target(), &q, &id).await
+        })
     }
 
-    fn remove_dedup_key(&self, _q: &QueueRef, _id: &str, _holder: Option<&str>) -> Reply<bool> {
-        Reply::Now(Err(admin::unbuilt("removeDeduplicationKey")))
+    fn remove_dedup_key(&self, q: &QueueRef, id: &str, holder: Option<&str>) -> Reply<bool> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        let holder = holder.map(str::to_string);
+        self.run(move |s| async move {
+            let c = s.pool.exclusive().await?;
+            crate::dedup::remove(&c, s.target(), &q, &id, holder.as_deref()).await
+        })
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

@@ -18,29 +18,54 @@ use crate::jobs::{AddedRow, NewRow, NOW_MS};
 use crate::limits;
 use crate::record::state_number;
 
-/// Adds jobs, all or none; answers each, in order.
-pub(super) async fn add(s: &Shared, queue: &Arc<str>, jobs: Vec<NewJob>) -> Result<Vec<Added>> {
-    // A delay counts from the job's timestamp, as in the embedded engine and BullMQ: the
-    // producer's clock says how much of it has passed, the database's clock when it ends.
+/// A job to add as a row: a delay counts from the job's timestamp, as in the embedded engine
+/// and BullMQ: the producer's clock says how much of it has passed, the database's clock when
+/// it ends.
+fn row_of(j: NewJob, now: i64) -> NewRow {
+    let due = (j.timestamp as i128 + j.opts.delay as i128 - now as i128)
+        .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    NewRow {
+        name: j.name,
+        data: j.data.into(),
+        opts: j.opts_json.map(String::from),
+        priority: j.opts.priority as i32,
+        delay: j.opts.delay.min(i64::MAX as u64) as i64,
+        due_in: due,
+        lifo: j.opts.lifo,
+        timestamp: j.timestamp.min(i64::MAX as u64) as i64,
+        custom_id: j.opts.job_id.map(String::from),
+    }
+}
+
+/// Adds jobs some of which have a deduplication id: all or none, in order, in one transaction
+/// on the backend's own connection (`dedup.rs`).
+pub(super) async fn add_deduplicated(
+    s: &Shared,
+    queue: &Arc<str>,
+    jobs: Vec<NewJob>,
+) -> Result<Vec<Added>> {
     let now = super::upkeep::now_ms();
-    let rows: Vec<NewRow> = jobs
+    let delayed = jobs.iter().any(|j| j.opts.delay > 0);
+    let rows: Vec<_> = jobs
         .into_iter()
-        .map(|j| {
-            let due = (j.timestamp as i128 + j.opts.delay as i128 - now as i128)
-                .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-            NewRow {
-                name: j.name,
-                data: j.data.into(),
-                opts: j.opts_json.map(String::from),
-                priority: j.opts.priority as i32,
-                delay: j.opts.delay.min(i64::MAX as u64) as i64,
-                due_in: due,
-                lifo: j.opts.lifo,
-                timestamp: j.timestamp.min(i64::MAX as u64) as i64,
-                custom_id: j.opts.job_id.map(String::from),
-            }
+        .map(|mut j| {
+            let d = j.opts.deduplication.take();
+            (row_of(j, now), d)
         })
         .collect();
+    let c = s.pool.exclusive().await?;
+    let out = crate::dedup::add(&c, s.target(), queue, &rows).await?;
+    if delayed {
+        s.upkeep.notify_one();
+    }
+    s.wake(queue);
+    Ok(out)
+}
+
+/// Adds jobs, all or none; answers each, in order.
+pub(super) async fn add(s: &Shared, queue: &Arc<str>, jobs: Vec<NewJob>) -> Result<Vec<Added>> {
+    let now = super::upkeep::now_ms();
+    let rows: Vec<NewRow> = jobs.into_iter().map(|j| row_of(j, now)).collect();
     let c = s.pool.get().await?;
     let got = c.jobs.add_bulk(&c.client, s.target(), queue, &rows).await?;
     let mut first_of: HashMap<&str, u64> = HashMap::new();

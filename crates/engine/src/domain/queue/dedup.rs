@@ -6,7 +6,7 @@
 use super::{id_of, Effects, QueueState};
 use crate::domain::dedup::{DedupKey, Deduplication, Verdict};
 use crate::domain::event::EventKind;
-use crate::domain::job::{JobKey, JobState};
+use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
 
 impl QueueState {
     /// Decides an add with `d`: add, replace a delayed holder, or answer the holder.
@@ -33,8 +33,9 @@ impl QueueState {
         would_be: String,
         fx: &mut Effects,
     ) {
+        let job_id = self.holder_id(holder);
         self.emit(fx, || EventKind::Deduplicated {
-            job_id: id_of(holder, &self.jobs),
+            job_id,
             deduplication_id: d.id.to_string(),
             deduplicated_job_id: would_be,
         });
@@ -97,7 +98,24 @@ impl QueueState {
     /// The id of the job holding the key of `id` (`getDeduplicationJobId`), if a key lives.
     pub fn dedup_holder(&mut self, id: &str, now: u64) -> Option<String> {
         let k = self.dedup.get(id, now)?;
-        Some(id_of(k.job, &self.jobs))
+        Some(self.holder_id(k.job))
+    }
+
+    /// The id of a holder, also when only the file holds it (a finished job evicted from
+    /// memory, whose window lasts).
+    fn holder_id(&self, key: JobKey) -> String {
+        if let Some(j) = self.jobs.get(&key) {
+            return j.id_string();
+        }
+        if key & CUSTOM_KEY_BIT == 0 {
+            return key.to_string();
+        }
+        self.evicted
+            .ids
+            .iter()
+            .find(|(_, k)| **k == key)
+            .map(|(id, _)| id.to_string())
+            .unwrap_or_default()
     }
 
     /// Removes the key of `id` (`removeDeduplicationKey`); with `holder`, only if that job
