@@ -21,7 +21,7 @@ async fn creates_then_finds_the_current_version() {
         .await
         .expect("count")
         .get(0);
-    assert_eq!(n, 6, "meta, queues, jobs, finished, job_ids, events");
+    assert_eq!(n, 7, "meta, queues, jobs, finished, job_ids, events, dedup");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

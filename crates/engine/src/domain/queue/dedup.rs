@@ -41,13 +41,24 @@ impl QueueState {
         });
     }
 
-    /// Removes a delayed holder that a new job replaces (`removed`, prev `delayed`).
-    pub(super) fn replace_holder(&mut self, old: JobKey, fx: &mut Effects) {
+    /// Removes a delayed holder that a new job replaces (`removed`, prev `delayed`); the key
+    /// stays, for the new job to take over with the window left.
+    pub(super) fn replace_holder(
+        &mut self,
+        d: &Deduplication,
+        old: JobKey,
+        now: u64,
+        fx: &mut Effects,
+    ) {
         if self.delayed.remove(&old).is_none() {
             return;
         }
         let id = id_of(old, &self.jobs);
+        let key = self.dedup.get(&d.id, now);
         self.forget(old);
+        if let Some(k) = key {
+            self.dedup.restore(d.id.clone(), k);
+        }
         self.emit(fx, || EventKind::Removed {
             job_id: id,
             prev: "delayed",

@@ -333,9 +333,9 @@ impl QueueState {
                 self.deduplicated(d, holder, would_be, fx);
                 return Added::Deduplicated(holder);
             }
-            (Some(Verdict::Replace(old)), _) => {
+            (Some(Verdict::Replace(old)), Some(d)) => {
                 replaced = Some(id_of(old, &self.jobs));
-                self.replace_holder(old, fx);
+                self.replace_holder(d, old, now, fx);
             }
             _ => {}
         }

@@ -122,6 +122,11 @@ fn replace_swaps_a_delayed_holder_for_the_new_job() {
     assert_eq!(add_fx(&mut q, rep, T0 + 10, &mut fx), "2");
     assert_eq!(counts(&q), "delayed=1");
     assert_eq!(holder(&mut q, T0 + 10).as_deref(), Some("2"));
+    assert_eq!(
+        holder(&mut q, T0 + 999).as_deref(),
+        Some("2"),
+        "the window left, from T0"
+    );
     let names: Vec<&str> = fx.events.iter().map(|e| e.kind.name()).collect();
     assert!(
         names.contains(&"removed") && names.contains(&"deduplicated"),
