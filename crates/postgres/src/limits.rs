@@ -183,13 +183,14 @@ pub async fn claim_within(
     let io = |e| t.error(what, e);
     // A claim cut off midway (its future dropped) leaves its transaction open: end it first.
     // The lock goes in the same round trip (tokio-postgres pipelines what is sent together).
-    let lock = select_limits(s, "FOR UPDATE");
+    // Prepared first, so that the lock is sent after BEGIN (see the commit below).
+    let lock = c.statement(t, &select_limits(s, "FOR UPDATE")).await?;
     let params: [&(dyn ToSql + Sync); 1] = [&queue];
     let (begun, locked) = tokio::join!(
         c.client.batch_execute("ROLLBACK; BEGIN"),
-        c.query(t, what, &lock, &params)
+        c.client.query(&lock, &params)
     );
-    let r = match (begun.map_err(io), locked) {
+    let r = match (begun.map_err(io), locked.map_err(io)) {
         (Ok(()), Ok(rows)) => within(c, t, queue, want, lease_ms, limiter, rows).await,
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
@@ -205,11 +206,15 @@ pub async fn claim_within(
                  WHERE name = $1"
             );
             let params: [&(dyn ToSql + Sync); 3] = [&queue, &left, &at];
+            // Prepared first: a statement still being prepared when COMMIT is sent would run
+            // after it, outside the transaction, with the row's lock gone (seen: two processes
+            // each took a full bucket).
+            let st = c.statement(t, &spend).await?;
             let (spent, done) = tokio::join!(
-                c.query(t, what, &spend, &params),
+                c.client.query(&st, &params),
                 c.client.batch_execute("COMMIT")
             );
-            spent?;
+            spent.map_err(io)?;
             done.map_err(io)?;
             Ok(w)
         }

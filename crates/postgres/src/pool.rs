@@ -51,6 +51,16 @@ impl Conn {
         })
     }
 
+    /// The statement of `sql`, prepared once per connection.
+    pub async fn statement(&self, t: &Target, sql: &str) -> Result<Statement, EngineError> {
+        if let Some(st) = self.cache.lock().get(sql).cloned() {
+            return Ok(st);
+        }
+        let st = prepare(&self.client, t, sql).await?;
+        self.cache.lock().insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+
     /// Runs `sql` (prepared once per connection) with `params`; `what` names the call in errors.
     pub async fn query(
         &self,
@@ -59,15 +69,7 @@ impl Conn {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, EngineError> {
-        let cached = self.cache.lock().get(sql).cloned();
-        let st = match cached {
-            Some(st) => st,
-            None => {
-                let st = prepare(&self.client, t, sql).await?;
-                self.cache.lock().insert(sql.to_string(), st.clone());
-                st
-            }
-        };
+        let st = self.statement(t, sql).await?;
         crate::connect::query_retrying(&self.client, &st, params)
             .await
             .map_err(|e| t.error(what, e))
