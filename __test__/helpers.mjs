@@ -1,4 +1,5 @@
 // Shared test helpers. Bun runs every file in one process, so each test uses its own queue name.
+import { spawn } from 'node:child_process'
 import { expect, it } from 'vitest'
 
 /**
@@ -151,4 +152,22 @@ export function expectError(err, Class, code, pattern) {
   })
   expect(err).toBeInstanceOf(Class)
   expect(err.message).toMatch(pattern)
+}
+
+/**
+ * A child process running `script` with `args` on this runtime: `{ p, lines, stderr, exited }`,
+ * `lines` the whole lines it printed so far (a cut last line is left out).
+ */
+export function spawnLines(script, args) {
+  const p = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = { p, lines: [], stderr: '', exited: null }
+  let rest = ''
+  p.stdout.on('data', (d) => {
+    const parts = (rest + d).split('\n')
+    rest = parts.pop()
+    proc.lines.push(...parts)
+  })
+  p.stderr.on('data', (d) => (proc.stderr += d))
+  proc.exited = new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal })))
+  return proc
 }

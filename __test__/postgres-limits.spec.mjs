@@ -4,28 +4,15 @@
 //
 // Like postgres-processes.spec.mjs, it runs in the embedded pass of scripts/test.sh only.
 import { describe, it, expect } from 'vitest'
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Queue } from '../index.mjs'
-import { uniqueName, waitFor } from './helpers.mjs'
+import { uniqueName, waitFor, spawnLines } from './helpers.mjs'
 
 const url = process.env.FERROQUEUE_TEST_POSTGRES_URL
 const run = url && !process.env.FERROQUEUE_POSTGRES_URL ? describe : describe.skip
 const fixture = fileURLToPath(new URL('./fixtures/pg-limited-worker.mjs', import.meta.url))
 
-function start(name, hold) {
-  const p = spawn(process.execPath, [fixture, url, name, String(hold)], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const proc = { p, lines: [], stderr: '' }
-  let rest = ''
-  p.stdout.on('data', (d) => {
-    const parts = (rest + d).split('\n')
-    rest = parts.pop()
-    proc.lines.push(...parts)
-  })
-  p.stderr.on('data', (d) => (proc.stderr += d))
-  proc.exited = new Promise((resolve) => p.on('exit', resolve))
-  return proc
-}
+const start = (name, hold) => spawnLines(fixture, [url, name, String(hold)])
 
 /** `[ms, id]` of each line of `kind` over all processes. */
 const marks = (procs, kind) =>

@@ -6,10 +6,9 @@
 // It runs in the embedded pass of scripts/test.sh only (it names its connection itself, so the
 // PostgreSQL pass would run it a second time for nothing).
 import { describe, it, expect } from 'vitest'
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Queue } from '../index.mjs'
-import { uniqueName, waitFor } from './helpers.mjs'
+import { uniqueName, waitFor, spawnLines } from './helpers.mjs'
 
 const url = process.env.FERROQUEUE_TEST_POSTGRES_URL
 const run = url && !process.env.FERROQUEUE_POSTGRES_URL ? describe : describe.skip
@@ -17,19 +16,7 @@ const role = fileURLToPath(new URL('./fixtures/pg-role.mjs', import.meta.url))
 const JOBS = 20_000
 
 /** A child process of one role, with the lines it printed so far (whole lines only). */
-function start(args) {
-  const p = spawn(process.execPath, [role, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const proc = { p, lines: [], stderr: '', exited: null }
-  let rest = ''
-  p.stdout.on('data', (d) => {
-    const parts = (rest + d).split('\n')
-    rest = parts.pop()
-    proc.lines.push(...parts)
-  })
-  p.stderr.on('data', (d) => (proc.stderr += d))
-  proc.exited = new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal })))
-  return proc
-}
+const start = (args) => spawnLines(role, args)
 
 /** The ids of one kind of line (`S`, `C`, `A`, `E`) a process printed, with repeats. */
 const idsOf = (proc, kind) => proc.lines.filter((l) => l.startsWith(`${kind} `)).map((l) => l.slice(2))
