@@ -9,7 +9,8 @@ const { Job } = require('./job')
 const { Prefetch } = require('./prefetch')
 const { decideBackoff } = require('./backoff')
 const { QueueHandle } = require('./handle')
-const { Completed, Retrying, Failed, Stale, first, failureOf, retentionJson, customBackoff, settleJob } = require('./outcome')
+const { Completed, Retrying, Failed, Stale, failureOf, retentionJson, customBackoff, settleJob } = require('./outcome')
+const { completedText, failedText, releasedText, sendAcks } = require('./ack-wire')
 const v = require('./validate')
 
 let nextPuller = 1
@@ -335,14 +336,14 @@ class Worker extends QueueHandle {
       return
     }
     entry.value = value === undefined ? null : value
-    this._queueAck(entry, `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":true,"value":${text}${this._keepDone}}`)
+    this._queueAck(entry, completedText(entry, text, this._keepDone))
   }
 
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
     if (isRateLimitError(thrown)) {
       // Back to waiting, no attempt spent: it runs once the queue takes jobs again.
-      this._queueAck(entry, `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"release":true}`)
+      this._queueAck(entry, releasedText(entry.id, entry.token, false))
       return
     }
     const f = failureOf(thrown)
@@ -350,17 +351,12 @@ class Worker extends QueueHandle {
     entry.reason = f.reason
     if (entry.backoff !== null && !f.unrecoverable && entry.attemptsMade + 1 < entry.attempts) {
       const send = (delay, noRetry) => {
-        this._queueAck(entry, this._failText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
+        this._queueAck(entry, failedText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
       }
       decideBackoff(this._backoffStrategy, entry, f.error, send, (e) => this._emitError(e))
       return
     }
-    this._queueAck(entry, this._failText(entry, f.reason, f.stack, f.unrecoverable, this._keepFail))
-  }
-
-  _failText(entry, reason, stack, unrecoverable, keep, delay) {
-    const wait = delay === undefined ? '' : `,"delay":${delay}`
-    return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${wait}${keep}}`
+    this._queueAck(entry, failedText(entry, f.reason, f.stack, f.unrecoverable, this._keepFail))
   }
 
   _queueAck(entry, text) {
@@ -382,7 +378,7 @@ class Worker extends QueueHandle {
     this._acks = []
     this._ackJobs = []
     if (texts.length === 0) return
-    const results = this._ackAll(texts, entries)
+    const results = sendAcks(this._h, texts, entries, (e) => this._emitError(e))
     if (isPending(results)) {
       this._startBuffered()
       // Acks answered later (held back by the writer's backlog, or a database round trip):
@@ -457,48 +453,14 @@ class Worker extends QueueHandle {
   }
 
   /**
-   * Sends a batch of acks; one AckOutcome per ack. Should
-   * the batch be refused (a bug of ours), each ack goes alone, and one refused alone fails its
-   * job with the reason instead, so that no job is left active.
-   */
-  _ackAll(texts, entries) {
-    try {
-      return binding.ack(this._h, '[' + texts.join(',') + ']')
-    } catch (e) {
-      this._emitError(fromBinding(e))
-    }
-    const results = new Array(texts.length).fill(Stale)
-    for (let i = 0; i < texts.length; i++) {
-      try {
-        results[i] = first(binding.ack(this._h, '[' + texts[i] + ']'))
-      } catch (e) {
-        const err = fromBinding(e)
-        this._emitError(err)
-        const entry = entries[i]
-        entry.error = err
-        entry.reason = `ferroqueue could not record the outcome: ${err.message}`
-        try {
-          results[i] = first(binding.ack(this._h, '[' + this._failText(entry, entry.reason, null, false, '') + ']'))
-        } catch (again) {
-          this._emitError(fromBinding(again))
-        }
-      }
-    }
-    return results.some(isPending) ? Promise.all(results) : results
-  }
-
-  /**
    * Gives activated jobs back to waiting, unprocessed (no attempt counted); `unstarted`: their
    * processor never ran, so their start does not count either (`attemptsStarted`). Each goes to
    * the head of waiting, so they are sent last first: they keep their order there.
    */
   _release(jobs, unstarted = false) {
     if (jobs.length === 0) return
-    const tail = unstarted ? ',"unstarted":true}' : '}'
     const acks = []
-    for (let i = jobs.length - 1; i >= 0; i--) {
-      acks.push(`{"id":${JSON.stringify(String(jobs[i].id))},"token":${jobs[i].token},"release":true${tail}`)
-    }
+    for (let i = jobs.length - 1; i >= 0; i--) acks.push(releasedText(jobs[i].id, jobs[i].token, unstarted))
     try {
       const r = binding.ack(this._h, '[' + acks.join(',') + ']')
       // Held back (back-pressure) or a round trip: a failure is reported, never unhandled, and

@@ -11,6 +11,8 @@ pub mod job_table;
 pub mod limits;
 pub mod listing;
 pub mod options;
+#[cfg(test)]
+mod options_tests;
 pub mod queue;
 pub mod queue_name;
 pub mod ready;
