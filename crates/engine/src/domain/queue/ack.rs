@@ -22,11 +22,15 @@ impl QueueState {
         now: u64,
         fx: &mut Effects,
     ) -> AckResult {
-        let dedup_id = self
-            .jobs
-            .get(&key)
-            .and_then(|j| j.dedup_id())
-            .map(Box::<str>::from);
+        // A queue without deduplication keys (most) looks nothing up here.
+        let dedup_id = if self.dedup.is_empty() {
+            None
+        } else {
+            self.jobs
+                .get(&key)
+                .and_then(|j| j.dedup_id())
+                .map(Box::<str>::from)
+        };
         let result = self.finish(key, lock, outcome, keep, now, fx);
         if result != AckResult::Stale {
             self.slot_freed();
