@@ -51,6 +51,27 @@ export interface JobsOptions {
    * still-delayed holder for the new job.
    */
   deduplication?: DeduplicationOptions
+  /**
+   * The job's group (BullMQ Pro's groups): workers take ungrouped jobs first, then the groups in
+   * round-robin, each group FIFO by `group.priority`; a group held by its limits or paused waits
+   * while the others run. Not with `priority` (give `group.priority`).
+   */
+  group?: GroupOptions
+}
+
+export interface GroupOptions {
+  /** A non-empty string of at most 1024 bytes, or a safe integer (the same group as its text). */
+  id: string | number
+  /** 0..2,097,152 within the group: 0 (none) first, then lower numbers. */
+  priority?: number
+}
+
+/** A Worker's defaults for groups without settings of their own. */
+export interface WorkerGroupOptions {
+  /** Jobs of one group active at once, across every worker of the queue. */
+  concurrency?: number
+  /** At most `max` jobs of one group start per `duration` ms (a token bucket per group). */
+  limit?: RateLimiterOptions
 }
 
 export interface DeduplicationOptions {
@@ -118,6 +139,12 @@ export interface WorkerOptions extends QueueBaseOptions {
    * own rate limit (`setGlobalRateLimit`) overrides it.
    */
   limiter?: RateLimiterOptions
+  /**
+   * Defaults for every job group of the queue (BullMQ Pro's `group` option); a group's own
+   * settings (`queue.setGroupConcurrency`, `setGroupRateLimit`) override them. Workers of one
+   * queue should pass the same.
+   */
+  group?: WorkerGroupOptions
   /** Start processing in the constructor (default true); otherwise call `run()`. */
   autorun?: boolean
   /** Seconds a pull waits for a job before looping (default 5). */
@@ -299,6 +326,28 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   rateLimit(expireTimeMs: number): Promise<void>
   /** Ms until the queue starts jobs again by its own rate limit or `rateLimit(ms)` (0: now). */
   getRateLimitTtl(): Promise<number>
+  /** At most `concurrency` jobs of the group active at once across every worker (overrides the workers' `group.concurrency`). */
+  setGroupConcurrency(groupId: string | number, concurrency: number): Promise<void>
+  /** The group's own concurrency, or null. */
+  getGroupConcurrency(groupId: string | number): Promise<number | null>
+  removeGroupConcurrency(groupId: string | number): Promise<void>
+  /** At most `max` jobs of the group start per `duration` ms (overrides the workers' `group.limit`). */
+  setGroupRateLimit(groupId: string | number, max: number, duration: number): Promise<void>
+  /** The group's own rate limit, or null. */
+  getGroupRateLimit(groupId: string | number): Promise<RateLimiterOptions | null>
+  removeGroupRateLimit(groupId: string | number): Promise<void>
+  /** No job of the group starts until it is resumed (a group that has no jobs yet too); false if it was paused already. */
+  pauseGroup(groupId: string | number): Promise<boolean>
+  /** False if the group was not paused. */
+  resumeGroup(groupId: string | number): Promise<boolean>
+  isGroupPaused(groupId: string | number): Promise<boolean>
+  /** The group's waiting jobs, `start..end` inclusive (-1: the last), in the order they run. */
+  getGroupJobs(groupId: string | number, start?: number, end?: number): Promise<Job[]>
+  /** Waiting (and prioritized) jobs of the group. */
+  getGroupJobsCount(groupId: string | number): Promise<number>
+  getGroupActiveCount(groupId: string | number): Promise<number>
+  /** Waiting jobs in every group together. `maxGroups` is BullMQ Pro's scan batch size: checked, it changes nothing. */
+  getGroupsJobsCount(maxGroups?: number): Promise<number>
   /** The id of the job holding the deduplication key of `id`, or null. */
   getDeduplicationJobId(id: string): Promise<string | null>
   /** Removes the deduplication key of `id` (adds with it go through again): 1 if a live key was removed, else 0. */

@@ -19,7 +19,18 @@ const CLASSES = {
     unsupported: [...REDIS_ONLY, 'streams', 'skipMetasUpdate', 'settings'],
   },
   Worker: {
-    known: [...COMMON, 'concurrency', 'prefetch', 'limiter', 'autorun', 'drainDelay', 'removeOnComplete', 'removeOnFail', 'settings'],
+    known: [
+      ...COMMON,
+      'concurrency',
+      'prefetch',
+      'limiter',
+      'group',
+      'autorun',
+      'drainDelay',
+      'removeOnComplete',
+      'removeOnFail',
+      'settings',
+    ],
     unsupported: [
       ...REDIS_ONLY,
       'name',

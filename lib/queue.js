@@ -259,6 +259,92 @@ class Queue extends QueueHandle {
     await this._change(binding.setConcurrencyLimit, null)
   }
 
+  // Groups (BullMQ Pro's, see README "Groups"): a group's own settings override the workers'
+  // `group` defaults; durable queues keep them.
+
+  /** At most `concurrency` jobs of group `groupId` active at once, across every worker. */
+  async setGroupConcurrency(groupId, concurrency) {
+    const id = v.groupId(groupId)
+    v.integerIn('concurrency', concurrency, 1, v.MAX_U32)
+    await this._change(binding.setGroupConcurrency, id, concurrency)
+  }
+
+  /** The group's own concurrency, or null (the workers' default applies). */
+  async getGroupConcurrency(groupId) {
+    return (await this._group(groupId)).concurrency ?? null
+  }
+
+  /** Removes the group's own concurrency (the workers' default applies again). */
+  async removeGroupConcurrency(groupId) {
+    await this._change(binding.setGroupConcurrency, v.groupId(groupId), null)
+  }
+
+  /** At most `max` jobs of group `groupId` start per `duration` ms (a token bucket). */
+  async setGroupRateLimit(groupId, max, duration) {
+    const id = v.groupId(groupId)
+    v.integerIn('max', max, 1, v.MAX_U32)
+    v.integerIn('duration', duration, 1, 2 ** 53)
+    await this._change(binding.setGroupRateLimit, id, max, duration)
+  }
+
+  /** `{ max, duration }` of the group's own rate limit, or null. */
+  async getGroupRateLimit(groupId) {
+    const g = await this._group(groupId)
+    return g.rateMax == null ? null : { max: g.rateMax, duration: g.rateDuration }
+  }
+
+  /** Removes the group's own rate limit (the workers' default applies again). */
+  async removeGroupRateLimit(groupId) {
+    await this._change(binding.setGroupRateLimit, v.groupId(groupId), null, null)
+  }
+
+  /** No job of the group starts until it is resumed; false if it was paused already. */
+  async pauseGroup(groupId) {
+    return this._change(binding.pauseGroup, v.groupId(groupId), true)
+  }
+
+  /** Lets the group's jobs start again; false if it was not paused. */
+  async resumeGroup(groupId) {
+    return this._change(binding.pauseGroup, v.groupId(groupId), false)
+  }
+
+  /** Whether the group is paused. */
+  async isGroupPaused(groupId) {
+    return (await this._group(groupId)).paused
+  }
+
+  /** The group's waiting jobs, `start..end` (inclusive; -1: the last), in the order they run. */
+  async getGroupJobs(groupId, start = 0, end = -1) {
+    const id = v.groupId(groupId)
+    v.integerIn('start', start, 0, v.MAX_U32)
+    v.integerIn('end', end, -(2 ** 53), 2 ** 53)
+    const text = await native(this._call(binding.getGroupJobs, id, start, end))
+    return JSON.parse(text).map((r) => Job.fromRecord(this, r))
+  }
+
+  /** How many jobs of the group wait (waiting or prioritized). */
+  async getGroupJobsCount(groupId) {
+    return (await this._group(groupId)).waiting
+  }
+
+  /** How many jobs of the group are active. */
+  async getGroupActiveCount(groupId) {
+    return (await this._group(groupId)).active
+  }
+
+  /**
+   * How many jobs wait in groups, all groups together. `maxGroups` (BullMQ Pro's batch size of
+   * its scan) is checked and changes nothing: the engine counts in one step.
+   */
+  async getGroupsJobsCount(maxGroups = 1000) {
+    v.integerIn('maxGroups', maxGroups, 1, v.MAX_U32)
+    return native(this._call(binding.getGroupedCount))
+  }
+
+  async _group(groupId) {
+    return native(this._call(binding.getGroup, v.groupId(groupId)))
+  }
+
   /** No job of this queue starts for `expireTimeMs` ms (0 lifts it), as Worker#rateLimit. */
   async rateLimit(expireTimeMs) {
     v.integerIn('expireTimeMs', expireTimeMs, 0, Number.MAX_SAFE_INTEGER)

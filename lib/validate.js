@@ -102,6 +102,13 @@ function rate(option, max, duration) {
   integerIn(`${option}.duration`, duration, 1, MAX_DURATION)
 }
 
+/** A group id as the engine takes it: a non-empty string, or a safe integer (as its text). */
+function groupId(v) {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v)
+  if (typeof v !== 'string') throw typeError('groupId', `must be a string or a safe integer, got ${describe(v)}`)
+  return v
+}
+
 /** A Worker's `limiter`: `{ max, duration }` and nothing else. */
 function limiter(v) {
   if (v === undefined) return
@@ -310,6 +317,8 @@ function range(start, end) {
 
 module.exports = {
   describe,
+  isRecord,
+  groupId,
   isPlainObject,
   name,
   queueName,

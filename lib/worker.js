@@ -12,6 +12,7 @@ const { QueueHandle } = require('./handle')
 const { Completed, Retrying, Failed, Stale, failureOf, retentionJson, customBackoff, settleJob } = require('./outcome')
 const { completedText, failedText, releasedText, sendAcks } = require('./ack-wire')
 const v = require('./validate')
+const { checkGroup, pullLimits } = require('./pull-limits')
 
 let nextPuller = 1
 /** The most jobs one pull asks for (a u32 of the binding). */
@@ -32,6 +33,7 @@ class Worker extends QueueHandle {
       v.concurrency(o.concurrency ?? 1)
       if (o.prefetch !== undefined) v.prefetch(o.prefetch)
       v.limiter(o.limiter)
+      checkGroup(o.group)
       v.optionalBoolean('autorun', o.autorun)
       v.number('drainDelay', o.drainDelay ?? 5)
       if (!(o.drainDelay === undefined || (o.drainDelay > 0 && o.drainDelay <= 3600))) {
@@ -44,10 +46,8 @@ class Worker extends QueueHandle {
     const drainDelay = o.drainDelay ?? 5
     this._concurrency = concurrency
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
-    // BullMQ's `limiter`: one budget for the queue, shared by its workers; the engine checks it
-    // at each pull (the queue's own rate limit, setGlobalRateLimit, overrides it).
-    this._limitMax = o.limiter === undefined ? 0 : o.limiter.max
-    this._limitDuration = o.limiter === undefined ? 0 : o.limiter.duration
+    // `limiter` and `group`, checked by the engine at each pull (pull-limits.js).
+    this._limits = pullLimits(o)
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
@@ -228,7 +228,7 @@ class Worker extends QueueHandle {
       let text
       try {
         const sent = performance.now()
-        text = binding.tryPull(h, want, this._limitMax, this._limitDuration)
+        text = binding.tryPull(h, want, this._limits)
         if (isPending(text)) {
           text = await native(text)
           this._prefetch.adapt(performance.now() - sent, this._concurrency)
@@ -245,7 +245,7 @@ class Worker extends QueueHandle {
         if (this._closing || this._paused) continue
         this._pulling = true
         try {
-          text = await binding.pull(h, this._puller, want, this._limitMax, this._limitDuration, this._pullTimeout)
+          text = await binding.pull(h, this._puller, want, this._limits, this._pullTimeout)
         } catch (e) {
           this._emitError(fromBinding(e))
           text = '[]'
@@ -277,7 +277,7 @@ class Worker extends QueueHandle {
   /** Whether ready jobs wait only for the queue's limits (then it is not drained). */
   _heldBack() {
     try {
-      return binding.heldBack(this._h, this._limitMax, this._limitDuration)
+      return binding.heldBack(this._h, this._limits)
     } catch (e) {
       this._emitError(fromBinding(e))
       return false

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use ferroqueue_engine::domain::limits::RateLimit;
+use ferroqueue_engine::domain::groups::GroupDefaults;
+use ferroqueue_engine::domain::limits::{RateLimit, WorkerLimits};
 use ferroqueue_engine::domain::options::{parse_keep, RawKeep};
 use ferroqueue_engine::{Ack, AckResult, EngineError, Outcome, Reply};
 use napi::bindgen_prelude::{Either, PromiseRaw};
@@ -26,40 +27,57 @@ pub fn pull(
     h: u32,
     puller: u32,
     max: u32,
-    limit_max: u32,
-    limit_duration: f64,
+    limits: PullLimits,
     timeout_ms: u32,
 ) -> napi::Result<PromiseRaw<'_, String>> {
     let timeout = Duration::from_millis(timeout_ms as u64);
     let pending = run(env, || {
-        let limiter = limiter(limit_max, limit_duration)?;
-        with_queue(h, |b, q| b.pull(q, puller, max as usize, limiter, timeout))
+        let worker = worker_limits(&limits)?;
+        with_queue(h, |b, q| b.pull(q, puller, max as usize, worker, timeout))
     })?;
     settle(env, pending)
 }
 
-/// The worker's own rate limit (BullMQ's `limiter`), `limit_max` 0 for none.
-fn limiter(limit_max: u32, limit_duration: f64) -> Result<Option<RateLimit>, EngineError> {
-    if limit_max == 0 {
-        return Ok(None);
-    }
-    RateLimit::checked("limiter", limit_max as f64, limit_duration).map(Some)
+/// The limits a Worker brings to each pull (0 for none): its `limiter` (`rateMax` jobs per
+/// `rateDuration` ms) and its `group` option's defaults (`groupConcurrency`, `groupMax` jobs per
+/// `groupDuration` ms).
+#[napi(object)]
+pub struct PullLimits {
+    pub rate_max: u32,
+    pub rate_duration: f64,
+    pub group_concurrency: u32,
+    pub group_max: u32,
+    pub group_duration: f64,
 }
 
-/// Activates up to `max` ready jobs now, within the queue's limits (`limit_max` jobs per
-/// `limit_duration` ms: the worker's `limiter`, 0 for none), without waiting: a JSON array,
-/// maybe empty.
+fn worker_limits(l: &PullLimits) -> Result<WorkerLimits, EngineError> {
+    let rate = |option: &str, max: u32, duration: f64| {
+        if max == 0 {
+            return Ok(None);
+        }
+        RateLimit::checked(option, max as f64, duration).map(Some)
+    };
+    Ok(WorkerLimits {
+        rate: rate("limiter", l.rate_max, l.rate_duration)?,
+        group: GroupDefaults {
+            concurrency: (l.group_concurrency > 0).then_some(l.group_concurrency),
+            rate: rate("group.limit", l.group_max, l.group_duration)?,
+        },
+    })
+}
+
+/// Activates up to `max` ready jobs now, within the queue's limits and the worker's (`limits`),
+/// without waiting: a JSON array, maybe empty.
 #[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
 pub fn try_pull(
     env: &Env,
     h: u32,
     max: u32,
-    limit_max: u32,
-    limit_duration: f64,
+    limits: PullLimits,
 ) -> napi::Result<Either<JsString<'_>, PromiseRaw<'_, String>>> {
     let reply = run(env, || {
-        let limiter = limiter(limit_max, limit_duration)?;
-        with_queue(h, |b, q| b.take(q, max as usize, limiter))
+        let worker = worker_limits(&limits)?;
+        with_queue(h, |b, q| b.take(q, max as usize, worker))
     })?;
     match reply {
         Reply::Now(r) => js_text(env, &run(env, || r)?).map(Either::A),
@@ -67,13 +85,13 @@ pub fn try_pull(
     }
 }
 
-/// Whether the queue's ready jobs wait only for its limits (for a worker whose `limiter` is
-/// `limit_max` per `limit_duration` ms, 0 for none): then the queue is not drained.
+/// Whether the queue's ready jobs wait only for its limits (for a worker with `limits`): then
+/// the queue is not drained.
 #[napi(catch_unwind)]
-pub fn held_back(env: &Env, h: u32, limit_max: u32, limit_duration: f64) -> napi::Result<bool> {
+pub fn held_back(env: &Env, h: u32, limits: PullLimits) -> napi::Result<bool> {
     run(env, || {
-        let limiter = limiter(limit_max, limit_duration)?;
-        with_queue(h, |b, q| Ok(b.held_back(q, limiter)))?
+        let worker = worker_limits(&limits)?;
+        with_queue(h, |b, q| Ok(b.held_back(q, worker)))?
     })
 }
 

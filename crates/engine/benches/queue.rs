@@ -24,6 +24,7 @@ use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion, Throughput,
 };
+use ferroqueue_engine::domain::limits::WorkerLimits;
 use ferroqueue_engine::domain::queue::{Effects, QueueState};
 use ferroqueue_engine::{
     Ack, AckResult, Engine, EngineConfig, JobOptions, NewJob, Outcome, QueueRef,
@@ -129,7 +130,7 @@ impl Hot for (Engine, QueueRef) {
     }
 
     fn take(&mut self, out: &mut String) -> usize {
-        let (n, json) = self.0.take(&self.1, BATCH);
+        let (n, json) = self.0.take(&self.1, BATCH, WorkerLimits::default());
         *out = json;
         n
     }

@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use crate::application::engine::Ack;
 use crate::application::events::Notifier;
+use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::JobState;
-use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, NewJob};
 use crate::error::{EngineError, Result};
@@ -148,10 +149,11 @@ pub trait Backend: Send + Sync + 'static {
     /// Adds jobs, all or none, in order.
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>>;
 
-    /// Activates up to `max` ready jobs now, within the queue's limits (`limiter`: the taking
-    /// worker's own rate limit, one budget for the queue; the queue's own overrides it): a JSON
-    /// array of records, each with its `token`.
-    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String>;
+    /// Activates up to `max` ready jobs now, within the queue's limits (`worker.rate`: the
+    /// taking worker's own rate limit, one budget for the queue; the queue's own overrides it)
+    /// and, for grouped jobs, their groups' (`worker.group`: defaults for groups without their
+    /// own): a JSON array of records, each with its `token`.
+    fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String>;
     /// Like [`Backend::take`], waiting up to `timeout` for a job that may start; empty on timeout
     /// or when [`Backend::cancel_pulls`] cancels `puller`.
     fn pull(
@@ -159,12 +161,12 @@ pub trait Backend: Send + Sync + 'static {
         q: &QueueRef,
         puller: u32,
         max: usize,
-        limiter: Option<RateLimit>,
+        worker: WorkerLimits,
         timeout: Duration,
     ) -> Pending<String>;
-    /// Whether the queue's ready jobs wait only for its limits (for a worker with `limiter`), as
+    /// Whether the queue's ready jobs wait only for its limits (for a worker with `worker`), as
     /// the latest take of this process found: such a queue is not drained.
-    fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool;
+    fn held_back(&self, q: &QueueRef, worker: WorkerLimits) -> bool;
     /// Resolves every pending pull of `puller` empty (and the next one, if none is pending).
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()>;
     /// Finishes activations; results in input order.
@@ -192,6 +194,17 @@ pub trait Backend: Send + Sync + 'static {
     /// The queue's limit settings, and the ms until it takes jobs again by its own rate limit or
     /// a hold (0: it does now).
     fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)>;
+
+    /// Changes a group's settings; answers whether they changed (`pauseGroup` of a paused
+    /// group does not).
+    fn change_group(&self, q: &QueueRef, group: &str, change: GroupChange) -> Reply<bool>;
+    /// What a group holds and its settings.
+    fn group_info(&self, q: &QueueRef, group: &str) -> Reply<GroupInfo>;
+    /// A group's ready jobs `start..=end` (negative `end`: from the last) in the order it hands
+    /// them out, as a JSON array of records.
+    fn group_jobs(&self, q: &QueueRef, group: &str, start: usize, end: i64) -> Reply<String>;
+    /// Ready jobs in every group of the queue.
+    fn grouped_count(&self, q: &QueueRef) -> Reply<usize>;
 
     /// The id of the job holding the deduplication key of `id` (`getDeduplicationJobId`).
     fn dedup_holder(&self, q: &QueueRef, id: &str) -> Reply<Option<String>>;

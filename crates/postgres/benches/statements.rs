@@ -37,6 +37,7 @@ async fn main() {
         lifo: false,
         timestamp: i as i64,
         custom_id: None,
+        group: None,
     };
     println!("| work | jobs/s |\n| --- | ---: |");
     for &(batch, n) in &[(100usize, 50_000usize), (1_000, 100_000)] {

@@ -41,6 +41,8 @@ pub struct NewRow {
     pub timestamp: i64,
     /// The custom id (`jobId`), unique in its queue.
     pub custom_id: Option<String>,
+    /// The job's `group` id.
+    pub group: Option<String>,
 }
 
 /// What adding one job did.
@@ -121,10 +123,10 @@ pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, op
     priority, delay, timestamp, processed_on, finished_on, attempts_made, attempts_started, \
     stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs";
 
-/// A queue row's condition for "has limits" (`limits.rs`): claims of such a queue go through
-/// its row lock.
+/// A queue row's condition for "has limits or groups" (`limits.rs`, `groups.rs`): claims of
+/// such a queue go through its row lock.
 pub(crate) const LIMITED: &str =
-    "rate_max IS NOT NULL OR concurrency IS NOT NULL OR hold_until IS NOT NULL";
+    "rate_max IS NOT NULL OR concurrency IS NOT NULL OR hold_until IS NOT NULL OR grouped";
 
 pub(crate) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
@@ -149,24 +151,32 @@ impl Statements {
                        count(*) FILTER (WHERE j.cid IS NULL) OVER (ORDER BY j.i) AS auto_i,
                        count(*) FILTER (WHERE j.cid IS NOT NULL) OVER (ORDER BY j.i) AS cus_i
                 FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int8[],
-                            $7::bool[], $8::int8[], $9::text[], $10::int8[])
+                            $7::bool[], $8::int8[], $9::text[], $10::int8[], $11::text[])
                         WITH ORDINALITY
-                        AS j(name, data, opts, priority, delay, lifo, ts, cid, due_in, i)
+                        AS j(name, data, opts, priority, delay, lifo, ts, cid, due_in, grp, i)
             ), n AS (
                 SELECT count(*) FILTER (WHERE cid IS NULL) AS autos,
                        count(*) FILTER (WHERE cid IS NOT NULL) AS customs,
-                       count(*) AS total
+                       count(*) AS total,
+                       bool_or(grp IS NOT NULL) AS grouped
                 FROM a
             ), q AS (
-                INSERT INTO {s}.queues AS q (name, last_auto_id, order_seq, custom_seq)
-                SELECT $1, autos, total, customs FROM n
+                INSERT INTO {s}.queues AS q (name, last_auto_id, order_seq, custom_seq, grouped)
+                SELECT $1, autos, total, customs, grouped FROM n
                 ON CONFLICT (name) DO UPDATE
                 SET last_auto_id = q.last_auto_id + EXCLUDED.last_auto_id,
                     order_seq = q.order_seq + EXCLUDED.order_seq,
-                    custom_seq = q.custom_seq + EXCLUDED.custom_seq
+                    custom_seq = q.custom_seq + EXCLUDED.custom_seq,
+                    grouped = q.grouped OR EXCLUDED.grouped
                 RETURNING last_auto_id - (SELECT autos FROM n) AS id0,
                           order_seq - (SELECT total FROM n) AS ord0,
                           custom_seq - (SELECT customs FROM n) AS cus0
+            ), g AS (
+                -- After the queue row's lock (it reads `q`): a claim that drops the rows of
+                -- empty groups holds that lock (`groups.rs`), so it never drops this one.
+                INSERT INTO {s}.groups (queue, id)
+                SELECT DISTINCT $1, a.grp FROM a, q WHERE a.grp IS NOT NULL
+                ON CONFLICT DO NOTHING
             ), k AS (
                 SELECT a.*,
                        CASE WHEN a.cid IS NULL THEN q.id0 + a.auto_i
@@ -180,14 +190,15 @@ impl Statements {
                 RETURNING key
             ), ins AS (
                 INSERT INTO {s}.jobs (queue, key, custom_id, name, data, opts, state, priority,
-                                      ord, delay, run_at, timestamp)
+                                      ord, delay, run_at, timestamp, group_id)
                 SELECT $1, k.key, k.cid, k.name, k.data, k.opts,
                        {state},
                        k.priority,
                        CASE WHEN k.lifo THEN -k.o ELSE k.o END,
                        k.delay,
                        {run_at_new},
-                       k.ts
+                       k.ts,
+                       COALESCE(k.grp, '')
                 FROM k
                 WHERE k.cid IS NULL OR k.key IN (SELECT key FROM ids)
                 RETURNING key, custom_id, name, run_at
@@ -272,7 +283,7 @@ impl Statements {
                     processed_on = {NOW_MS}, attempts_started = j.attempts_started + 1
                 WHERE j.ctid = ANY(ARRAY(
                     SELECT ctid FROM {s}.jobs
-                    WHERE queue = $1 AND state IN (0, 1)
+                    WHERE queue = $1 AND state IN (0, 1) AND group_id = ''
                       AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE name = $1 AND ({held_back}))
                     ORDER BY priority, ord
                     LIMIT $2
@@ -289,8 +300,11 @@ impl Statements {
                 FROM (SELECT priority, ord FROM c ORDER BY priority DESC, ord DESC LIMIT 1) last
                 WHERE NOT EXISTS (
                     SELECT 1 FROM {s}.jobs
-                    WHERE queue = $1 AND state IN (0, 1)
+                    WHERE queue = $1 AND state IN (0, 1) AND group_id = ''
                       AND (priority, ord) > (last.priority, last.ord)
+                ) AND NOT EXISTS (
+                    SELECT 1 FROM {s}.jobs
+                    WHERE queue = $1 AND state IN (0, 1) AND group_id <> ''
                 )
             )
             SELECT * FROM c"
@@ -368,7 +382,10 @@ impl Statements {
         let due: Vec<i64> = jobs.iter().map(|j| j.due_in).collect();
         let lifo: Vec<bool> = jobs.iter().map(|j| j.lifo).collect();
         let ts: Vec<i64> = jobs.iter().map(|j| j.timestamp).collect();
-        if jobs.iter().all(|j| j.custom_id.is_none()) {
+        if jobs
+            .iter()
+            .all(|j| j.custom_id.is_none() && j.group.is_none())
+        {
             let rows = crate::connect::query_retrying(
                 client,
                 &self.add_plain,
@@ -387,11 +404,12 @@ impl Statements {
                 .collect());
         }
         let ids: Vec<Option<&str>> = jobs.iter().map(|j| j.custom_id.as_deref()).collect();
+        let groups: Vec<Option<&str>> = jobs.iter().map(|j| j.group.as_deref()).collect();
         let rows = crate::connect::query_retrying(
             client,
             &self.add,
             &[
-                &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids, &due,
+                &queue, &names, &data, &opts, &prio, &delay, &lifo, &ts, &ids, &due, &groups,
             ],
         )
         .await
@@ -441,7 +459,7 @@ impl Statements {
 }
 
 /// Claimed rows as jobs, in the order they are due (priority, then admission).
-fn claimed_of(rows: Vec<tokio_postgres::Row>) -> Vec<Claimed> {
+pub(crate) fn claimed_of(rows: Vec<tokio_postgres::Row>) -> Vec<Claimed> {
     let mut jobs: Vec<Claimed> = rows
         .iter()
         .map(|r| {

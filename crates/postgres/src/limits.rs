@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, RateLimit, WorkerLimits};
 use ferroqueue_engine::Result;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -148,7 +148,8 @@ fn select_limits(s: &str, lock: &str) -> String {
                 tokens,
                 (extract(epoch from clock_timestamp() - refilled_at) * 1000)::float8,
                 paused,
-                (extract(epoch from clock_timestamp()) * 1000)::float8
+                (extract(epoch from clock_timestamp()) * 1000)::float8,
+                grouped
          FROM {s}.queues WHERE name = $1 {lock}"
     )
 }
@@ -159,24 +160,25 @@ pub struct Within {
     pub claimed: Vec<Claimed>,
     /// Wait this long and try again (a token comes, a hold ends), if jobs are ready.
     pub retry: Option<Duration>,
-    /// The queue has limits, or the worker a limiter (else plain claims will do).
+    /// The queue has limits or groups, or the worker a limiter (else plain claims will do).
     pub limited: bool,
-    /// The queue has a cap on active jobs (a finished job must hint the others).
+    /// The queue has a cap on active jobs, or groups (a finished job must hint the others).
     pub capped: bool,
     /// The limits allowed nothing while jobs were ready: the queue is not drained.
     pub held_back: bool,
 }
 
-/// Claims up to `want` ready jobs of `queue` within its limits and the worker's `limiter`, in
-/// one transaction on `c`, a connection no other call uses meanwhile (`Pool::exclusive`; see
-/// the module's comment).
+/// Claims up to `want` ready jobs of `queue` within its limits and the worker's (`worker`: its
+/// `limiter` and its defaults for groups), ungrouped jobs first, then grouped ones by
+/// `groups::claim`, in one transaction on `c`, a connection no other call uses meanwhile
+/// (`Pool::exclusive`; see the module's comment).
 pub async fn claim_within(
     c: &Conn,
     t: &Target,
     queue: &str,
     want: usize,
     lease_ms: i64,
-    limiter: Option<RateLimit>,
+    worker: WorkerLimits,
 ) -> Result<Within> {
     let s = t.schema();
     let what = "cannot claim jobs";
@@ -191,7 +193,7 @@ pub async fn claim_within(
         c.client.query(&lock, &params)
     );
     let r = match (begun.map_err(io), locked.map_err(io)) {
-        (Ok(()), Ok(rows)) => within(c, t, queue, want, lease_ms, limiter, rows).await,
+        (Ok(()), Ok(rows)) => within(c, t, queue, want, lease_ms, worker, rows).await,
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
     match r {
@@ -238,9 +240,10 @@ async fn within(
     queue: &str,
     want: usize,
     lease_ms: i64,
-    limiter: Option<RateLimit>,
+    worker: WorkerLimits,
     rows: Vec<Row>,
 ) -> Result<(Within, Option<(Option<f64>, f64)>)> {
+    let limiter = worker.rate;
     let s = t.schema();
     let what = "cannot claim jobs";
     let Some(row) = rows.first() else {
@@ -252,8 +255,11 @@ async fn within(
         return Ok((w, None));
     };
     let stored = stored_of(row);
-    let limited =
-        limiter.is_some() || stored.settings != LimitSettings::default() || stored.hold_ms > 0.0;
+    let grouped: bool = row.get(8);
+    let limited = limiter.is_some()
+        || grouped
+        || stored.settings != LimitSettings::default()
+        || stored.hold_ms > 0.0;
     if row.get::<_, bool>(6) {
         let w = Within {
             limited,
@@ -274,7 +280,7 @@ async fn within(
         None => 0,
     };
     let budget = stored.budget(want.min(10_000), active, limiter);
-    let (claimed, held_back) = if budget.n > 0 {
+    let (mut claimed, mut held_back) = if budget.n > 0 {
         let got = c
             .jobs
             .claim_within(&c.client, t, queue, budget.n as i64, lease_ms)
@@ -282,14 +288,33 @@ async fn within(
         (got, false)
     } else {
         // Nothing may start: is anything ready (held back), or is the queue drained?
-        let sql =
-            format!("SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1))");
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1)
+                            AND group_id = '')
+                 OR EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1)
+                            AND group_id <> '')"
+        );
         let rows = c.query(t, what, &sql, &[&queue]).await?;
         (
             Vec::new(),
             rows.first().is_some_and(|r| r.get::<_, bool>(0)),
         )
     };
+    let mut group_retry = None;
+    if grouped && claimed.len() < budget.n {
+        let g = crate::groups::claim(
+            c,
+            t,
+            queue,
+            budget.n - claimed.len(),
+            lease_ms,
+            worker.group,
+        )
+        .await?;
+        held_back = claimed.is_empty() && g.claimed.is_empty() && g.held_back;
+        group_retry = g.retry;
+        claimed.extend(g.claimed);
+    }
     let left = budget.tokens.map(|tk| tk - claimed.len() as f64);
     // Held back (it took all the budget, less than it wanted): try again when waiting helps.
     // If no job was ready after all, that claim finds none and waits for a hint.
@@ -302,7 +327,11 @@ async fn within(
     } else {
         None
     };
-    let capped = stored.settings.concurrency.is_some();
+    let retry = match (retry, group_retry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let capped = stored.settings.concurrency.is_some() || grouped;
     let w = Within {
         claimed,
         retry,

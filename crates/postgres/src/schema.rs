@@ -24,7 +24,10 @@
 //! (`jobs_token`); version 4 drops the lease index, whose work the token index does; version 5
 //! indexes events by time for their trim; version 6 adds each queue's limits and token bucket
 //! (`queues.rate_max`, `rate_duration`, `concurrency`, `hold_until`, `tokens`, `refilled_at`);
-//! version 7 the deduplication keys (`dedup`).
+//! version 7 the deduplication keys (`dedup`); version 8 job groups (`groups.rs`): each job's
+//! `group_id` ('' for none), the ready index split into ungrouped jobs `(queue, priority, ord)`
+//! and grouped ones `(queue, group_id, priority, ord)`, an index of grouped jobs by group and
+//! state, the queue's `grouped` flag and the `groups` table (settings and turn of each group).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -33,7 +36,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 7;
+pub const VERSION: i32 = 8;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -176,6 +179,31 @@ CREATE TABLE {s}.dedup (
     until timestamptz,
     PRIMARY KEY (queue, id)
 );
+"#,
+    // Job groups (`groups.rs`). The ready index holds ungrouped jobs only, so a claim of
+    // ungrouped jobs never walks past grouped ones; grouped ones are ready per group in their
+    // own index. A queue's `grouped` flag sends its claims through `claim_within`.
+    r#"
+ALTER TABLE {s}.jobs ADD COLUMN group_id text NOT NULL DEFAULT '';
+DROP INDEX {s}.jobs_ready;
+CREATE INDEX jobs_ready ON {s}.jobs (queue, priority, ord) WHERE state IN (0, 1) AND group_id = '';
+CREATE INDEX jobs_group_ready ON {s}.jobs (queue, group_id, priority, ord)
+    WHERE state IN (0, 1) AND group_id <> '';
+CREATE INDEX jobs_group ON {s}.jobs (queue, group_id, state) WHERE group_id <> '';
+ALTER TABLE {s}.queues ADD COLUMN grouped boolean NOT NULL DEFAULT false;
+CREATE TABLE {s}.groups (
+    queue text NOT NULL,
+    id text NOT NULL,
+    served bigint NOT NULL DEFAULT 0,
+    concurrency bigint,
+    rate_max bigint,
+    rate_duration bigint,
+    paused boolean NOT NULL DEFAULT false,
+    tokens double precision,
+    refilled_at timestamptz,
+    PRIMARY KEY (queue, id)
+);
+CREATE INDEX groups_turn ON {s}.groups (queue, served);
 "#,
 ];
 

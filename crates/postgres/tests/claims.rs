@@ -22,6 +22,7 @@ fn row(name: &str, priority: i32, lifo: bool, delay: i64) -> NewRow {
         lifo,
         timestamp: 1,
         custom_id: None,
+        group: None,
     }
 }
 
@@ -370,7 +371,7 @@ async fn a_claim_walks_the_ready_index_whatever_analyze_saw() {
         .expect("costs");
     c.batch_execute(&format!(
         "PREPARE candidates(text, int8) AS
-         SELECT ctid FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1)
+         SELECT ctid FROM {s}.jobs WHERE queue = $1 AND state IN (0, 1) AND group_id = ''
          ORDER BY priority, ord LIMIT $2 FOR UPDATE SKIP LOCKED"
     ))
     .await

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use ferroqueue_engine::domain::limits::{LimitChange, RateLimit};
+use ferroqueue_engine::domain::limits::{LimitChange, RateLimit, WorkerLimits};
 use ferroqueue_postgres::jobs::{Completion, NewRow};
 use ferroqueue_postgres::limits::{self, claim_within};
 use ferroqueue_postgres::pool::Conn;
@@ -53,8 +53,8 @@ async fn claims_from_two_connections_never_pass_the_cap() {
     while done < 40 {
         // Both claim at once (each on its own connection), as two workers would.
         let (x, y) = tokio::join!(
-            claim_within(&a, &t, "q", 10, 30_000, None),
-            claim_within(&b, &t, "q", 10, 30_000, None)
+            claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default()),
+            claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::default())
         );
         for w in [x.expect("a claims"), y.expect("b claims")] {
             assert!(w.limited);
@@ -83,7 +83,7 @@ async fn claims_from_two_connections_never_pass_the_cap() {
         .await
         .expect("removed");
     assert!(!limits::has_limits(&a, &t, "q").await.expect("read"));
-    let w = claim_within(&a, &t, "q", 10, 30_000, None)
+    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default())
         .await
         .expect("claims");
     assert!(!w.limited, "no limits left: plain claims will do");
@@ -99,7 +99,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         duration: 500,
     });
     // A worker's own limiter limits its claims, though the queue has no limits of its own.
-    let w = claim_within(&a, &t, "q", 10, 30_000, five)
+    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!((w.claimed.len(), w.limited), (5, true));
@@ -108,7 +108,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         retry > Duration::from_millis(90) && retry <= Duration::from_millis(100),
         "{retry:?}"
     );
-    let w = claim_within(&b, &t, "q", 10, 30_000, five)
+    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!(
@@ -117,7 +117,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         "one budget for the queue, whoever claims"
     );
     tokio::time::sleep(Duration::from_millis(110)).await;
-    let w = claim_within(&b, &t, "q", 10, 30_000, five)
+    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!(w.claimed.len(), 1);
@@ -143,7 +143,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
     limits::change(&a, &t, "q", LimitChange::HoldFor(300))
         .await
         .expect("held");
-    let w = claim_within(&b, &t, "q", 10, 30_000, None)
+    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::default())
         .await
         .expect("claims");
     assert!(w.claimed.is_empty() && w.limited);
@@ -153,7 +153,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         "{retry:?}"
     );
     tokio::time::sleep(retry).await;
-    let w = claim_within(&b, &t, "q", 3, 30_000, None)
+    let w = claim_within(&b, &t, "q", 3, 30_000, WorkerLimits::default())
         .await
         .expect("claims");
     assert_eq!(w.claimed.len(), 3);

@@ -21,7 +21,10 @@ async fn creates_then_finds_the_current_version() {
         .await
         .expect("count")
         .get(0);
-    assert_eq!(n, 7, "meta, queues, jobs, finished, job_ids, events, dedup");
+    assert_eq!(
+        n, 8,
+        "meta, queues, jobs, finished, job_ids, events, dedup, groups"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

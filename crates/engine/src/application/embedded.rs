@@ -11,8 +11,9 @@ use super::engine::{Ack, Engine};
 use super::engine_disk::stored_logs_page;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
-use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::error::{EngineError, Result};
@@ -118,8 +119,8 @@ impl Backend for Engine {
         self.paced(Engine::add_bulk(self, q, jobs))
     }
 
-    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String> {
-        Reply::Now(Ok(Engine::take(self, q, max, limiter).1))
+    fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String> {
+        Reply::Now(Ok(Engine::take(self, q, max, worker).1))
     }
 
     fn pull(
@@ -127,15 +128,15 @@ impl Backend for Engine {
         q: &QueueRef,
         puller: u32,
         max: usize,
-        limiter: Option<RateLimit>,
+        worker: WorkerLimits,
         timeout: Duration,
     ) -> Pending<String> {
         let (e, q) = (self.clone(), q.clone());
-        Box::pin(async move { Ok(e.pull(&q, puller, max, limiter, timeout).await.1) })
+        Box::pin(async move { Ok(e.pull(&q, puller, max, worker, timeout).await.1) })
     }
 
-    fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool {
-        Engine::held_back(self, q, limiter)
+    fn held_back(&self, q: &QueueRef, worker: WorkerLimits) -> bool {
+        Engine::held_back(self, q, worker)
     }
 
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()> {
@@ -216,6 +217,22 @@ impl Backend for Engine {
 
     fn limits(&self, q: &QueueRef) -> Reply<(LimitSettings, u64)> {
         Reply::Now(Ok(Engine::limits(self, q)))
+    }
+
+    fn change_group(&self, q: &QueueRef, group: &str, change: GroupChange) -> Reply<bool> {
+        Reply::Now(Ok(Engine::change_group(self, q, group, change)))
+    }
+
+    fn group_info(&self, q: &QueueRef, group: &str) -> Reply<GroupInfo> {
+        Reply::Now(Ok(Engine::group_info(self, q, group)))
+    }
+
+    fn group_jobs(&self, q: &QueueRef, group: &str, start: usize, end: i64) -> Reply<String> {
+        Reply::Now(Ok(Engine::group_jobs(self, q, group, start, end)))
+    }
+
+    fn grouped_count(&self, q: &QueueRef) -> Reply<usize> {
+        Reply::Now(Ok(Engine::grouped_count(self, q)))
     }
 
     fn dedup_holder(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {

@@ -18,7 +18,7 @@ use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::Event;
 use crate::domain::job::{JobKey, JobState};
-use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::options::KeepJobs;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::queue_name::qualified_name;
@@ -147,6 +147,9 @@ impl Engine {
                 q.set_evicted(saved.evicted_count, saved.evicted_ids);
                 for (id, key) in saved.dedup {
                     q.restore_dedup(id, key);
+                }
+                for (id, settings) in saved.groups {
+                    q.restore_group(id, settings);
                 }
                 rows::snapshot(&mut q, &mut recovery_ops);
                 eviction.apply(&mut q);
@@ -280,13 +283,14 @@ impl Engine {
         })
     }
 
-    /// Activates up to `max` ready jobs now, within the queue's limits (`limiter`: the taking
-    /// worker's own rate limit); returns their count and a JSON array of records.
-    pub fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> (usize, String) {
+    /// Activates up to `max` ready jobs now, within the queue's limits (`worker`: the taking
+    /// worker's own rate limit and group defaults); returns their count and a JSON array of
+    /// records.
+    pub fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> (usize, String) {
         let wire = &*self.inner.wire;
         self.with(q, |qs, now, fx| {
             let mut out = String::from("[");
-            let n = qs.take_limited(max, limiter, now, fx, |job| {
+            let n = qs.take_limited(max, worker, now, fx, |job| {
                 wire::push_record(wire, job, true, &mut out)
             });
             out.push(']');
@@ -303,7 +307,7 @@ impl Engine {
         q: &QueueRef,
         puller: u32,
         max: usize,
-        limiter: Option<RateLimit>,
+        worker: WorkerLimits,
         timeout: Duration,
     ) -> (usize, String) {
         if max == 0 {
@@ -314,7 +318,7 @@ impl Engine {
         loop {
             let (taken, rx, retry_at) = self.with(q, |qs, now, fx| {
                 let mut out = String::from("[");
-                let n = qs.take_limited(max, limiter, now, fx, |job| {
+                let n = qs.take_limited(max, worker, now, fx, |job| {
                     wire::push_record(&*wire, job, true, &mut out)
                 });
                 if n > 0 || timeout.is_zero() {
@@ -322,7 +326,7 @@ impl Engine {
                     return (Some((n, out)), None, None);
                 }
                 let retry = qs
-                    .retry_at(limiter, now)
+                    .retry_at(worker, now)
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
                 (None, qs.waiters().register(puller), retry)
             });
@@ -352,9 +356,9 @@ impl Engine {
     }
 
     /// Whether the queue's ready jobs wait only for its limits (see [`QueueState::held_back`]).
-    pub fn held_back(&self, q: &QueueRef, limiter: Option<RateLimit>) -> bool {
+    pub fn held_back(&self, q: &QueueRef, worker: WorkerLimits) -> bool {
         let now = self.now();
-        self.read(q, |qs| qs.held_back(limiter, now))
+        self.read(q, |qs| qs.held_back(worker, now))
             .unwrap_or(false)
     }
 

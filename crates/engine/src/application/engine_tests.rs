@@ -53,6 +53,7 @@ fn add(e: &Engine, q: &QueueRef, opts: &str) -> String {
 }
 
 use crate::domain::job::parse_taken as taken;
+use crate::domain::limits::WorkerLimits;
 
 fn ids(json: &str) -> Vec<String> {
     let v: Vec<Value> = serde_json::from_str(json).unwrap();
@@ -132,7 +133,7 @@ fn queues_are_isolated() {
     add(&e, &a, "{}");
     add(&e, &a, "{}");
     assert_eq!(add(&e, &b, "{}"), "1", "ids are per queue");
-    let (n, json) = e.take(&b, 10, None);
+    let (n, json) = e.take(&b, 10, WorkerLimits::default());
     assert_eq!((n, ids(&json)), (1, vec!["1".to_string()]));
     let b_token = taken(&json)[0].1;
     assert_eq!(
@@ -146,7 +147,13 @@ fn queues_are_isolated() {
     e.pause(&a);
     assert!(e.is_paused(&a) && !e.is_paused(&b));
     add(&e, &b, "{}");
-    assert_eq!((e.take(&a, 1, None).0, e.take(&b, 1, None).0), (0, 1));
+    assert_eq!(
+        (
+            e.take(&a, 1, WorkerLimits::default()).0,
+            e.take(&b, 1, WorkerLimits::default()).0
+        ),
+        (0, 1)
+    );
     e.obliterate(&a, false).unwrap();
     assert_eq!(
         (counts(&e, &a), counts(&e, &b)),
@@ -222,7 +229,7 @@ fn events_reach_the_hub_only_for_subscribed_queues() {
         c.fetch_add(1, Ordering::SeqCst);
     })));
     add(&e, &other, "{}");
-    e.take(&other, 1, None);
+    e.take(&other, 1, WorkerLimits::default());
     assert_eq!(
         (e.drain_events_json(), calls.load(Ordering::SeqCst)),
         ("[]".to_string(), 0)
@@ -230,7 +237,7 @@ fn events_reach_the_hub_only_for_subscribed_queues() {
     e.subscribe(&q);
     add(&e, &q, "{}");
     add(&e, &q, r#"{"delay":50}"#);
-    let token = taken(&e.take(&q, 1, None).1)[0].1;
+    let token = taken(&e.take(&q, 1, WorkerLimits::default()).1)[0].1;
     e.ack_many(&q, vec![ack("1", token, ok(r#"{"ok":true}"#))]);
     let events: Value = serde_json::from_str(&e.drain_events_json()).unwrap();
     let want = json!([
@@ -278,7 +285,7 @@ fn ack_many_returns_results_in_input_order() {
     for opts in ["{}", "{}", "{}", r#"{"attempts":2}"#, "{}", "{}"] {
         add(&e, &q, opts);
     }
-    let t = taken(&e.take(&q, 6, None).1);
+    let t = taken(&e.take(&q, 6, WorkerLimits::default()).1);
     let results = e.ack_many(
         &q,
         vec![
@@ -352,7 +359,7 @@ fn real_timer_promotes_delayed_jobs_and_backoff_retries() {
         start.elapsed()
     );
     assert_eq!(e.state(&q, "1"), "delayed", "the far job stays");
-    let token = taken(&e.take(&q, 1, None).1)[0].1;
+    let token = taken(&e.take(&q, 1, WorkerLimits::default()).1)[0].1;
     let start = Instant::now();
     assert_eq!(
         e.ack_many(&q, vec![ack("2", token, fail())]),
@@ -372,7 +379,7 @@ async fn real_timer_wakes_a_pending_pull() {
     let q = qref(&e, "timer-pull");
     add(&e, &q, r#"{"delay":30}"#);
     let start = Instant::now();
-    let (n, json) = e.pull(&q, 1, 1, None, ms(500)).await;
+    let (n, json) = e.pull(&q, 1, 1, WorkerLimits::default(), ms(500)).await;
     assert_eq!(
         (n, ids(&json)),
         (1, vec!["1".to_string()]),

@@ -6,6 +6,7 @@ mod durability;
 mod embedded;
 pub mod engine;
 mod engine_disk;
+mod engine_groups;
 mod engine_ops;
 pub mod events;
 mod tickets;

@@ -126,6 +126,8 @@ pub struct JobRare {
     pub policy: Option<JobPolicy>,
     /// The `deduplication` id, whose key the job may hold.
     pub dedup_id: Option<Box<str>>,
+    /// The `group` the job belongs to (its group priority is the job's `priority`).
+    pub group: Option<Arc<str>>,
 }
 
 /// One job.
@@ -181,14 +183,18 @@ impl Job {
             None
         };
         let dedup_id = opts.deduplication.as_ref().map(|d| d.id.clone());
-        let rare = (policy.is_some() || opts.job_id.is_some() || dedup_id.is_some()).then(|| {
-            Box::new(JobRare {
-                custom_id: opts.job_id.clone(),
-                opts_json: None,
-                policy,
-                dedup_id,
-            })
-        });
+        let group = opts.group.as_ref().map(|g| g.id.clone());
+        let rare =
+            (policy.is_some() || opts.job_id.is_some() || dedup_id.is_some() || group.is_some())
+                .then(|| {
+                    Box::new(JobRare {
+                        custom_id: opts.job_id.clone(),
+                        opts_json: None,
+                        policy,
+                        dedup_id,
+                        group,
+                    })
+                });
         Job {
             key,
             name,
@@ -231,6 +237,11 @@ impl Job {
     /// The `deduplication` id, if the job was given one.
     pub fn dedup_id(&self) -> Option<&str> {
         self.rare.as_ref()?.dedup_id.as_deref()
+    }
+
+    /// The group the job belongs to, if any.
+    pub fn group(&self) -> Option<&Arc<str>> {
+        self.rare.as_ref()?.group.as_ref()
     }
 
     /// The options as the user gave them (JSON text), if any.

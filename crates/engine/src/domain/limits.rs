@@ -8,6 +8,7 @@
 //! jobs start, and over a long run the rate is `max / duration`. Credit is counted in integer
 //! units of `1 / duration` token, so refills are exact however small the steps.
 
+use super::groups::GroupDefaults;
 use crate::error::{EngineError, Result};
 
 /// At most `max` jobs per `duration` ms.
@@ -15,6 +16,23 @@ use crate::error::{EngineError, Result};
 pub struct RateLimit {
     pub max: u32,
     pub duration: u64,
+}
+
+/// The limits a taking worker brings: its `limiter` and its `group` option's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerLimits {
+    pub rate: Option<RateLimit>,
+    pub group: GroupDefaults,
+}
+
+impl WorkerLimits {
+    /// Limits of a worker with only a `limiter`.
+    pub fn rate(rate: Option<RateLimit>) -> WorkerLimits {
+        WorkerLimits {
+            rate,
+            group: GroupDefaults::default(),
+        }
+    }
 }
 
 /// Longest rate-limit window: 2^53 ms, the largest whole number a JS number holds exactly.
@@ -67,19 +85,19 @@ pub enum LimitChange {
     HoldFor(u64),
 }
 
-/// The token bucket; `rate` is the limit it was last counted for.
+/// A token bucket; `rate` is the limit it was last counted for.
 #[derive(Debug, Clone, Copy, Default)]
-struct Bucket {
+pub struct TokenBucket {
     rate: Option<RateLimit>,
     /// Tokens times `rate.duration`.
     credit: u128,
     refilled_at: u64,
 }
 
-impl Bucket {
+impl TokenBucket {
     /// Brings the bucket to `now` under `rate`: a new or changed limit starts full (a smaller
     /// `max` keeps no more than `max` tokens).
-    fn refill(&mut self, rate: RateLimit, now: u64) {
+    pub fn refill(&mut self, rate: RateLimit, now: u64) {
         let full = rate.max as u128 * rate.duration as u128;
         match self.rate {
             Some(old) if old == rate => {
@@ -96,13 +114,22 @@ impl Bucket {
         self.refilled_at = self.refilled_at.max(now);
     }
 
-    fn tokens(&self) -> u128 {
+    /// Whole tokens held (call [`TokenBucket::refill`] first).
+    pub fn tokens(&self) -> u128 {
         self.rate
             .map_or(0, |r| self.credit / r.duration.max(1) as u128)
     }
 
+    /// Spends `n` tokens (after [`TokenBucket::tokens`] showed them).
+    pub fn spend(&mut self, n: u64) {
+        if let Some(r) = self.rate {
+            let cost = n as u128 * r.duration as u128;
+            self.credit = self.credit.saturating_sub(cost);
+        }
+    }
+
     /// When the next whole token is there (`now` if one is).
-    fn next_token_at(&self, now: u64) -> u64 {
+    pub fn next_token_at(&self, now: u64) -> u64 {
         let Some(r) = self.rate else { return now };
         let per = r.duration as u128;
         if self.credit >= per {
@@ -120,7 +147,7 @@ impl Bucket {
 #[derive(Debug, Clone, Default)]
 pub struct Limits {
     settings: LimitSettings,
-    bucket: Bucket,
+    bucket: TokenBucket,
     hold_until: u64,
 }
 

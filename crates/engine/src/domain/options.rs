@@ -1,5 +1,6 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`), parsed from JSON text
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`, and BullMQ
+//! Pro's `group`), parsed from JSON text
 //! and validated into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when
 //! logging). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
 //! refused with `ERR_UNSUPPORTED_OPTION`, a name that is no option at all with
@@ -13,6 +14,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::dedup::{Deduplication, RawDeduplication};
+use super::groups::option::{JobGroup, RawGroup};
 use crate::error::{EngineError, Result};
 
 /// Highest priority accepted, as in BullMQ (2^21).
@@ -87,10 +89,12 @@ pub struct JobOptions {
     pub remove_on_fail: Option<KeepJobs>,
     /// `deduplication` (`dedup.rs`).
     pub deduplication: Option<Deduplication>,
+    /// `group` (`groups/option.rs`); its priority is the job's `priority`.
+    pub group: Option<JobGroup>,
 }
 
 /// The job options ferroqueue implements, as BullMQ names them.
-pub const JOB_OPTIONS: [&str; 11] = [
+pub const JOB_OPTIONS: [&str; 12] = [
     "jobId",
     "delay",
     "priority",
@@ -102,10 +106,11 @@ pub const JOB_OPTIONS: [&str; 11] = [
     "keepLogs",
     "timestamp",
     "deduplication",
+    "group",
 ];
 
 /// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
-pub const UNSUPPORTED_JOB_OPTIONS: [&str; 14] = [
+pub const UNSUPPORTED_JOB_OPTIONS: [&str; 13] = [
     "repeat",
     "repeatJobKey",
     "parent",
@@ -119,7 +124,6 @@ pub const UNSUPPORTED_JOB_OPTIONS: [&str; 14] = [
     "sizeLimit",
     "stackTraceLimit",
     "timeout",
-    "group",
 ];
 
 /// The error for an option name ferroqueue does not take: `ERR_UNSUPPORTED_OPTION` for one of
@@ -159,6 +163,7 @@ struct RawOptions {
     keep_logs: Option<f64>,
     timestamp: Option<f64>,
     deduplication: Option<RawDeduplication>,
+    group: Option<RawGroup>,
     /// The first name that is not one of [`JOB_OPTIONS`].
     other: Option<String>,
 }
@@ -176,6 +181,7 @@ enum Field {
     KeepLogs,
     Timestamp,
     Deduplication,
+    Group,
     Other(String),
 }
 
@@ -200,6 +206,7 @@ impl<'de> Deserialize<'de> for Field {
                     "keepLogs" => Field::KeepLogs,
                     "timestamp" => Field::Timestamp,
                     "deduplication" => Field::Deduplication,
+                    "group" => Field::Group,
                     other => Field::Other(other.to_string()),
                 })
             }
@@ -234,6 +241,7 @@ impl<'de> Deserialize<'de> for RawOptions {
                         Field::KeepLogs => o.keep_logs = map.next_value()?,
                         Field::Timestamp => o.timestamp = map.next_value()?,
                         Field::Deduplication => o.deduplication = map.next_value()?,
+                        Field::Group => o.group = map.next_value()?,
                         Field::Other(name) => {
                             map.next_value::<IgnoredAny>()?;
                             if o.other.is_none() {
@@ -285,6 +293,7 @@ impl Default for JobOptions {
             remove_on_complete: None,
             remove_on_fail: None,
             deduplication: None,
+            group: None,
         }
     }
 }
@@ -343,6 +352,17 @@ impl JobOptions {
         }
         if let Some(d) = raw.deduplication {
             o.deduplication = Some(Deduplication::parse(d)?);
+        }
+        if let Some(g) = raw.group {
+            if raw.priority.is_some() {
+                return Err(EngineError::type_error(
+                    "priority",
+                    "cannot be combined with group; give group.priority instead",
+                ));
+            }
+            let g = JobGroup::parse(g)?;
+            o.priority = g.priority;
+            o.group = Some(g);
         }
         Ok(o)
     }

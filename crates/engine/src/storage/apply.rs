@@ -8,6 +8,7 @@ use rusqlite::{params, Connection, Statement};
 use super::coalesce::{coalesce, Update, Write};
 use super::rows::{JobRow, StorageOp};
 use crate::domain::changes::{DeletedReply, EvictedOp, RevivedReply};
+use crate::domain::groups::GroupSettings;
 use crate::domain::job::{JobKey, JobState};
 
 /// A row of an evicted job the writer deleted: queue, state, key, custom id.
@@ -393,6 +394,8 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
             stmt.execute(params![&**q])?;
             let mut stmt = conn.prepare_cached("DELETE FROM dedup WHERE queue = ?1")?;
             stmt.execute(params![&**q])?;
+            let mut stmt = conn.prepare_cached("DELETE FROM groups WHERE queue = ?1")?;
+            stmt.execute(params![&**q])?;
             Ok(())
         }
         StorageOp::Dedup(q, id, Some(k)) => {
@@ -406,6 +409,29 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
                 &**id,
                 k.job as i64,
                 k.until.map(|u| u.min(i64::MAX as u64) as i64)
+            ])?;
+            Ok(())
+        }
+        StorageOp::Group(q, id, s) if *s == GroupSettings::default() => {
+            let mut stmt =
+                conn.prepare_cached("DELETE FROM groups WHERE queue = ?1 AND id = ?2")?;
+            stmt.execute(params![&**q, &**id])?;
+            Ok(())
+        }
+        StorageOp::Group(q, id, s) => {
+            let mut stmt = conn.prepare_cached(
+                "INSERT INTO groups (queue, id, concurrency, rate_max, rate_duration, paused) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (queue, id) DO UPDATE SET \
+                 concurrency = excluded.concurrency, rate_max = excluded.rate_max, \
+                 rate_duration = excluded.rate_duration, paused = excluded.paused",
+            )?;
+            stmt.execute(params![
+                &**q,
+                &**id,
+                s.concurrency,
+                s.rate.map(|r| r.max),
+                s.rate.map(|r| r.duration.min(i64::MAX as u64) as i64),
+                s.paused,
             ])?;
             Ok(())
         }

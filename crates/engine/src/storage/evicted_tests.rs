@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, JobChange, Page};
 use crate::clock::MockClock;
 use crate::domain::job::JobState;
+use crate::domain::limits::WorkerLimits;
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{NewJob, Outcome};
 use crate::{Ack, Added, Engine, EngineConfig, JobOptions, QueueRef};
@@ -55,7 +56,7 @@ fn add(e: &Engine, q: &QueueRef, opts: &str) -> Added {
 /// Takes and completes every ready job with its id as return value.
 fn complete_all(e: &Engine, q: &QueueRef, clock: &MockClock) {
     loop {
-        let (n, text) = e.take(q, 1, None);
+        let (n, text) = e.take(q, 1, WorkerLimits::default());
         if n == 0 {
             break;
         }

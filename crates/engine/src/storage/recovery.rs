@@ -10,6 +10,7 @@ use rusqlite::{Connection, Row};
 use super::apply::{state_code, state_of_code};
 use super::rows::{ExtraCols, JobRow, QueueRow, StateCols};
 use crate::domain::dedup::DedupKey;
+use crate::domain::groups::GroupSettings;
 use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::limits::{LimitSettings, RateLimit};
 
@@ -24,6 +25,8 @@ pub struct SavedQueue {
     pub evicted_ids: Vec<(Box<str>, JobKey)>,
     /// Deduplication keys by id.
     pub dedup: Vec<(Box<str>, DedupKey)>,
+    /// Job groups' own settings.
+    pub groups: Vec<(Arc<str>, GroupSettings)>,
 }
 
 /// Everything needed to rebuild the engine, by queue name.
@@ -97,6 +100,17 @@ pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Resu
     })
 }
 
+/// A rate limit from its two columns (both or neither set).
+fn rate_of(max: Option<u32>, duration: Option<i64>) -> Option<RateLimit> {
+    match (max, duration) {
+        (Some(max), Some(duration)) if max > 0 => Some(RateLimit {
+            max,
+            duration: duration.max(1) as u64,
+        }),
+        _ => None,
+    }
+}
+
 /// Reads the database back, keeping at most `limit` finished jobs per state and queue.
 pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
     let mut snap = Snapshot::default();
@@ -113,13 +127,7 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
             custom_seq: r.get::<_, i64>(2)? as u64,
             paused: r.get(3)?,
             limits: LimitSettings {
-                rate: match (r.get::<_, Option<u32>>(4)?, r.get::<_, Option<i64>>(5)?) {
-                    (Some(max), Some(duration)) => Some(RateLimit {
-                        max,
-                        duration: duration.max(1) as u64,
-                    }),
-                    _ => None,
-                },
+                rate: rate_of(r.get(4)?, r.get(5)?),
                 concurrency: r.get(6)?,
             },
         });
@@ -138,6 +146,23 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
             .or_default()
             .dedup
             .push((id.into(), key));
+    }
+    let mut stmt =
+        conn.prepare("SELECT queue, id, concurrency, rate_max, rate_duration, paused FROM groups")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let queue: String = r.get(0)?;
+        let id: String = r.get(1)?;
+        let settings = GroupSettings {
+            concurrency: r.get(2)?,
+            rate: rate_of(r.get(3)?, r.get(4)?),
+            paused: r.get(5)?,
+        };
+        snap.queues
+            .entry(queue)
+            .or_default()
+            .groups
+            .push((Arc::from(id), settings));
     }
     let mut stmt = conn.prepare(&format!(
         "{JOB_SELECT} WHERE state NOT IN (4, 5) ORDER BY queue, key"

@@ -17,6 +17,7 @@ use proptest::prelude::*;
 use crate::backend::{Backend, JobChange, Page};
 use crate::clock::MockClock;
 use crate::domain::job::JobState;
+use crate::domain::limits::WorkerLimits;
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{NewJob, Outcome};
 use crate::{Ack, Engine, EngineConfig, JobOptions, QueueRef};
@@ -174,7 +175,10 @@ impl Side {
                 shown(Backend::add_bulk(e, q, jobs).wait().await)
             }
             Op::Take(n) => {
-                let text = Backend::take(e, q, *n, None).wait().await.expect("take");
+                let text = Backend::take(e, q, *n, WorkerLimits::default())
+                    .wait()
+                    .await
+                    .expect("take");
                 let records: Vec<serde_json::Value> = serde_json::from_str(&text).expect("json");
                 for r in &records {
                     let id = crate::domain::job::record_id(&r["id"]);
@@ -361,7 +365,10 @@ impl Side {
         let _ = Backend::resume(e, q).wait().await;
         self.clock.advance(1_000_000);
         e.promote_due();
-        let text = Backend::take(e, q, 1_000, None).wait().await.expect("take");
+        let text = Backend::take(e, q, 1_000, WorkerLimits::default())
+            .wait()
+            .await
+            .expect("take");
         seen.push(format!("takes {}", ids(text)));
         let added = Backend::add(e, q, new_job(e, "{}", 0)).wait().await;
         seen.push(format!("next id {}", shown(added)));
@@ -432,7 +439,9 @@ async fn run(ops: Vec<Op>) -> std::result::Result<(), TestCaseError> {
     let _ = Backend::add_bulk(&side.e, &side.q, vec![new_job(&side.e, "{}", 1); 3])
         .wait()
         .await;
-    let _ = Backend::take(&side.e, &side.q, 2, None).wait().await;
+    let _ = Backend::take(&side.e, &side.q, 2, WorkerLimits::default())
+        .wait()
+        .await;
     let mut seen = Vec::new();
     for _ in 0..2 {
         side.e.close();

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::domain::changes::{Changes, EvictedOp, DATA, EXTRA, NEW, STATE};
 use crate::domain::dedup::DedupKey;
+use crate::domain::groups::GroupSettings;
 use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::limits::LimitSettings;
 use crate::domain::queue::QueueState;
@@ -80,6 +81,8 @@ pub enum StorageOp {
     Evicted(Arc<str>, EvictedOp),
     /// Sets (or with `None` drops) the queue's deduplication key of an id.
     Dedup(Arc<str>, Box<str>, Option<DedupKey>),
+    /// Sets a group's own settings (the defaults: drops its row).
+    Group(Arc<str>, Arc<str>, GroupSettings),
 }
 
 impl StorageOp {
@@ -94,7 +97,8 @@ impl StorageOp {
             | StorageOp::Queue(q, _)
             | StorageOp::Wipe(q)
             | StorageOp::Evicted(q, _)
-            | StorageOp::Dedup(q, ..) => q,
+            | StorageOp::Dedup(q, ..)
+            | StorageOp::Group(q, ..) => q,
         }
     }
 }
@@ -163,6 +167,7 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
         return;
     }
     let dedup = q.take_dedup_ops();
+    let groups = q.take_group_changes();
     let changes = q.take_changes();
     push_changes(q, changes, out);
     let name = q.name();
@@ -170,6 +175,11 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
         dedup
             .into_iter()
             .map(|(id, k)| StorageOp::Dedup(name.clone(), id, k)),
+    );
+    out.extend(
+        groups
+            .into_iter()
+            .map(|(id, s)| StorageOp::Group(name.clone(), id, s)),
     );
 }
 

@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -77,6 +77,18 @@ CREATE TABLE dedup (
     id TEXT NOT NULL,
     job_key INTEGER NOT NULL,
     until INTEGER,
+    PRIMARY KEY (queue, id)
+);
+"#,
+    // 5: job groups' own settings (a row only while a group has any).
+    r#"
+CREATE TABLE groups (
+    queue TEXT NOT NULL,
+    id TEXT NOT NULL,
+    concurrency INTEGER,
+    rate_max INTEGER,
+    rate_duration INTEGER,
+    paused INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, id)
 );
 "#,

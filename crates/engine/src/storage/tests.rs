@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::MockClock;
-use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use crate::domain::groups::{GroupChange, GroupSettings};
+use crate::domain::limits::{LimitChange, LimitSettings, RateLimit, WorkerLimits};
 use crate::domain::queue::{Added, NewJob, Outcome};
 use crate::{Ack, Engine, EngineConfig, JobOptions};
 
@@ -67,7 +68,7 @@ fn state_survives_close_and_reopen() {
         e.add(&q, job("d", "4", "{\"jobId\":\"custom\"}")),
         Added::New(_)
     ));
-    let (n, text) = e.take(&q, 1, None);
+    let (n, text) = e.take(&q, 1, WorkerLimits::default());
     assert_eq!(n, 1);
     let pulled: serde_json::Value = serde_json::from_str(&text).unwrap();
     let token = pulled[0]["token"].as_u64().unwrap();
@@ -121,7 +122,7 @@ fn active_jobs_count_an_attempt_and_come_back() {
     let q = e.queue_ref("work").unwrap();
     e.add(&q, job("retry", "1", "{\"attempts\":2}"));
     e.add(&q, job("once", "2", "{}"));
-    assert_eq!(e.take(&q, 2, None).0, 2);
+    assert_eq!(e.take(&q, 2, WorkerLimits::default()).0, 2);
     settle(&e);
     e.close();
 
@@ -430,7 +431,7 @@ fn deduplication_keys_survive_close_and_reopen() {
     assert_eq!(e.dedup_holder(&q, "b").as_deref(), Some("2"));
     assert_eq!(e.dedup_holder(&q, "c"), None, "a removed key stays removed");
     // The holder finishes: its key without a window goes, and is gone after the next open.
-    let (n, text) = e.take(&q, 1, None);
+    let (n, text) = e.take(&q, 1, WorkerLimits::default());
     assert_eq!(n, 1);
     let token = crate::domain::job::parse_taken(&text)[0].1;
     ack_ok(&e, &q, "1", token, "null");
@@ -440,5 +441,57 @@ fn deduplication_keys_survive_close_and_reopen() {
     let q = e.queue_ref("mail").unwrap();
     assert_eq!(e.dedup_holder(&q, "a"), None);
     assert_eq!(e.dedup_holder(&q, "b").as_deref(), Some("2"));
+    e.close();
+}
+
+#[test]
+fn groups_and_their_settings_survive_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("groups.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    for (g, p) in [("A", 0), ("A", 2), ("A", 0), ("B", 0)] {
+        let opts = format!(r#"{{"group":{{"id":"{g}","priority":{p}}}}}"#);
+        assert!(matches!(e.add(&q, job("j", "1", &opts)), Added::New(_)));
+    }
+    let rate = RateLimit {
+        max: 3,
+        duration: 1_000,
+    };
+    assert!(e.change_group(&q, "A", GroupChange::Concurrency(Some(2))));
+    assert!(e.change_group(&q, "A", GroupChange::Rate(Some(rate))));
+    assert!(e.change_group(&q, "B", GroupChange::Paused(true)));
+    assert!(e.change_group(&q, "C", GroupChange::Concurrency(Some(1))));
+    assert!(e.change_group(&q, "C", GroupChange::Concurrency(None)));
+    settle(&e);
+    e.close();
+
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("mail").unwrap();
+    let a = e.group_info(&q, "A");
+    assert_eq!(
+        a.settings,
+        GroupSettings {
+            concurrency: Some(2),
+            rate: Some(rate),
+            paused: false,
+        }
+    );
+    assert_eq!(a.waiting, 3);
+    assert!(e.group_info(&q, "B").settings.paused);
+    assert_eq!(
+        e.group_info(&q, "C"),
+        Default::default(),
+        "a cleared group has no row"
+    );
+    assert_eq!(e.grouped_count(&q), 4);
+    // A at its concurrency of 2, B paused; A's jobs in group priority order.
+    let (n, text) = e.take(&q, 10, WorkerLimits::default());
+    assert_eq!(n, 2);
+    let ids: Vec<String> = crate::domain::job::parse_taken(&text)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["1", "3"]);
     e.close();
 }

@@ -186,7 +186,7 @@ async fn obliterate_once(
             return Ok(Some(active));
         }
     }
-    for table in ["jobs", "finished", "job_ids", "dedup"] {
+    for table in ["jobs", "finished", "job_ids", "dedup", "groups"] {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
             &[&queue],
@@ -396,15 +396,21 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
                         ), ins AS (
                             INSERT INTO {sch}.jobs (queue, key, custom_id, name, data, opts, state,
                                 priority, ord, delay, timestamp, attempts_made, attempts_started,
-                                stalled_counter, progress, stacktrace, logs)
+                                stalled_counter, progress, stacktrace, logs, group_id)
                             SELECT queue, key, custom_id, name, data, opts,
                                    CASE WHEN priority > 0 THEN 1 ELSE 0 END, priority,
                                    o.order_seq, delay, timestamp,
                                    CASE WHEN $6 THEN 0 ELSE attempts_made END,
                                    CASE WHEN $6 THEN 0 ELSE attempts_started END,
-                                   stalled_counter, progress, stacktrace, logs
+                                   stalled_counter, progress, stacktrace, logs,
+                                   COALESCE(opts::json -> 'group' ->> 'id', '')
                             FROM back, o
-                            RETURNING key
+                            RETURNING key, group_id
+                        ), grp AS (
+                            -- Its group's row, after the queue row's lock (see groups.rs).
+                            INSERT INTO {sch}.groups (queue, id)
+                            SELECT $1, group_id FROM ins, o WHERE group_id <> ''
+                            ON CONFLICT DO NOTHING
                         ), ev AS (
                             INSERT INTO {sch}.events (queue, event, payload)
                             SELECT $1, 'waiting', json_build_array(json_build_object(

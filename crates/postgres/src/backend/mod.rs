@@ -29,8 +29,9 @@ use std::time::Duration;
 
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
-use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::domain::queue_name::qualified_name;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
@@ -202,9 +203,9 @@ impl Backend for PgBackend {
         self.coalesced(q, jobs)
     }
 
-    fn take(&self, q: &QueueRef, max: usize, limiter: Option<RateLimit>) -> Reply<String> {
+    fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String> {
         let q = q.name_arc().clone();
-        self.run(move |s| async move { work::take(&s, &q, max, limiter).await })
+        self.run(move |s| async move { work::take(&s, &q, max, worker).await })
     }
 
     fn pull(
@@ -212,12 +213,12 @@ impl Backend for PgBackend {
         q: &QueueRef,
         puller: u32,
         max: usize,
-        limiter: Option<RateLimit>,
+        worker: WorkerLimits,
         timeout: Duration,
     ) -> Pending<String> {
         let q = q.name_arc().clone();
         let pull = move |s: Arc<Shared>| async move {
-            work::pull(&s, &q, puller, max, limiter, timeout).await
+            work::pull(&s, &q, puller, max, worker, timeout).await
         };
         match self.run(pull) {
             Reply::Now(r) => Box::pin(async move { r }),
@@ -225,7 +226,7 @@ impl Backend for PgBackend {
         }
     }
 
-    fn held_back(&self, q: &QueueRef, _limiter: Option<RateLimit>) -> bool {
+    fn held_back(&self, q: &QueueRef, _worker: WorkerLimits) -> bool {
         self.shared.held_back.lock().contains(q.name())
     }
 
@@ -295,6 +296,35 @@ impl Backend for PgBackend {
         self.run(move |s| async move {
             let c = s.pool.get().await?;
             crate::limits::read(&c, s.target(), &q).await
+        })
+    }
+
+    fn change_group(&self, q: &QueueRef, group: &str, change: GroupChange) -> Reply<bool> {
+        let (q, g) = (q.name_arc().clone(), group.to_string());
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::groups::change(&c, s.target(), &q, &g, change).await
+        })
+    }
+
+    fn group_info(&self, q: &QueueRef, group: &str) -> Reply<GroupInfo> {
+        let (q, g) = (q.name_arc().clone(), group.to_string());
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::groups::info(&c, s.target(), &q, &g).await
+        })
+    }
+
+    fn group_jobs(&self, q: &QueueRef, group: &str, start: usize, end: i64) -> Reply<String> {
+        let (q, g) = (q.name_arc().clone(), group.to_string());
+        self.run(move |s| async move { read::group_page(&s, &q, &g, start, end).await })
+    }
+
+    fn grouped_count(&self, q: &QueueRef) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::groups::ready_count(&c, s.target(), &q).await
         })
     }
 

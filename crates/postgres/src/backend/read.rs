@@ -179,10 +179,30 @@ async fn page_once(
         } else {
             finished_columns("")
         };
-        let sql = format!(
-            "SELECT {cols} FROM {sch}.{table} WHERE queue = $1 AND state = $2
-            ORDER BY {order} OFFSET $3 LIMIT $4"
-        );
+        let sql = if matches!(st, JobState::Waiting | JobState::Prioritized) {
+            // Ungrouped jobs in the order they are taken, then grouped ones by priority and
+            // age, as the embedded engine lists them; each part by its own index (`jobs_ready`,
+            // `jobs_group_ready`: the grouped part is sorted).
+            let part = |which: &str| {
+                format!(
+                    "(SELECT {cols}, {which} AS part, ord AS part_ord FROM {sch}.jobs
+                      WHERE queue = $1 AND state = $2 AND group_id {op} ''
+                      ORDER BY {order} LIMIT $3::int8 + $4::int8)",
+                    op = if which == "0" { "=" } else { "<>" }
+                )
+            };
+            format!(
+                "SELECT * FROM ({} UNION ALL {}) r
+                 ORDER BY part {dir}, priority {dir}, part_ord {dir} OFFSET $3 LIMIT $4",
+                part("0"),
+                part("1")
+            )
+        } else {
+            format!(
+                "SELECT {cols} FROM {sch}.{table} WHERE queue = $1 AND state = $2
+                ORDER BY {order} OFFSET $3 LIMIT $4"
+            )
+        };
         let rows = c
             .query(
                 s.target(),
@@ -237,4 +257,40 @@ pub(super) async fn logs(
         None => Vec::new(),
     };
     Ok((page, total))
+}
+
+/// A group's ready jobs `start..=end` (a negative `end` counts from the last) in the order the
+/// group hands them out, as a JSON array of records.
+pub(super) async fn group_page(
+    s: &Shared,
+    queue: &str,
+    group: &str,
+    start: usize,
+    end: i64,
+) -> Result<String> {
+    let c = s.pool.get().await?;
+    let t = s.target();
+    let total = if end < 0 {
+        crate::groups::info(&c, t, queue, group).await?.waiting as i64
+    } else {
+        0
+    };
+    let last = if end < 0 { total + end } else { end };
+    let mut out = String::from("[");
+    if last >= start as i64 {
+        let (offset, limit) = (start as i64, last - start as i64 + 1);
+        let rows = c
+            .query(
+                t,
+                "cannot list a group's jobs",
+                &crate::groups::jobs_sql(t.schema()),
+                &[&queue, &group, &offset, &limit],
+            )
+            .await?;
+        for r in &rows {
+            push_record(&*s.wire, &job_of(r, 0), false, &mut out);
+        }
+    }
+    out.push(']');
+    Ok(out)
 }

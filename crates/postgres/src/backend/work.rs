@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroqueue_engine::domain::groups::GroupDefaults;
 use ferroqueue_engine::domain::job::JobState;
-use ferroqueue_engine::domain::limits::RateLimit;
+use ferroqueue_engine::domain::limits::WorkerLimits;
 use ferroqueue_engine::wire::push_record;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, KeepJobs, NewJob, Outcome, Result};
 
@@ -34,6 +35,7 @@ fn row_of(j: NewJob, now: i64) -> NewRow {
         lifo: j.opts.lifo,
         timestamp: j.timestamp.min(i64::MAX as u64) as i64,
         custom_id: j.opts.job_id.map(String::from),
+        group: j.opts.group.map(|g| g.id.to_string()),
     }
 }
 
@@ -103,9 +105,9 @@ pub(super) async fn take(
     s: &Shared,
     queue: &Arc<str>,
     max: usize,
-    limiter: Option<RateLimit>,
+    worker: WorkerLimits,
 ) -> Result<String> {
-    Ok(take_or_retry(s, queue, max, limiter).await?.0)
+    Ok(take_or_retry(s, queue, max, worker).await?.0)
 }
 
 /// [`take`], and when a limit held ready jobs back, how long until waiting lets them start.
@@ -113,8 +115,9 @@ async fn take_or_retry(
     s: &Shared,
     queue: &Arc<str>,
     max: usize,
-    limiter: Option<RateLimit>,
+    worker: WorkerLimits,
 ) -> Result<(String, Option<Duration>)> {
+    let limiter = worker.rate;
     let mut out = String::from("[");
     let mut retry = None;
     if max > 0 {
@@ -122,7 +125,8 @@ async fn take_or_retry(
         let t = s.target();
         let mut claimed = Vec::new();
         let mut held_back = false;
-        let mut within = limiter.is_some() || s.is_limited(queue);
+        let mut within =
+            limiter.is_some() || worker.group != GroupDefaults::default() || s.is_limited(queue);
         if !within {
             let max = max.min(10_000) as i64;
             claimed = c.jobs.claim(&c.client, t, queue, max, s.lease_ms).await?;
@@ -135,7 +139,7 @@ async fn take_or_retry(
         if within {
             drop(c);
             let c = s.pool.exclusive().await?;
-            let w = limits::claim_within(&c, t, queue, max, s.lease_ms, limiter).await?;
+            let w = limits::claim_within(&c, t, queue, max, s.lease_ms, worker).await?;
             s.set_limited(queue, w.limited.then_some(w.capped));
             claimed = w.claimed;
             retry = w.retry;
@@ -174,7 +178,7 @@ pub(super) async fn pull(
     queue: &Arc<str>,
     puller: u32,
     max: usize,
-    limiter: Option<RateLimit>,
+    worker: WorkerLimits,
     timeout: Duration,
 ) -> Result<String> {
     let cancel = s.cancel_of(queue, puller);
@@ -191,7 +195,7 @@ pub(super) async fn pull(
         let woken = ready.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        let (got, retry) = take_or_retry(s, queue, max, limiter).await?;
+        let (got, retry) = take_or_retry(s, queue, max, worker).await?;
         if got.len() > 2 || s.closed.load(Ordering::Acquire) {
             return Ok(got);
         }

@@ -47,5 +47,6 @@ pub fn ready_row(name: &str) -> NewRow {
         lifo: false,
         timestamp: 1,
         custom_id: None,
+        group: None,
     }
 }

@@ -6,7 +6,7 @@ use tokio::time::Instant as TokioInstant;
 
 use super::*;
 use crate::clock::Clock;
-use crate::domain::limits::{LimitChange, RateLimit};
+use crate::domain::limits::{LimitChange, RateLimit, WorkerLimits};
 
 /// The engine's clock, in step with tokio's (paused) time.
 struct TokioClock(TokioInstant);
@@ -39,7 +39,7 @@ async fn pull_at(
     max: usize,
     limiter: Option<RateLimit>,
 ) -> (usize, u128) {
-    let (n, _) = e.pull(q, 1, max, limiter, LONG).await;
+    let (n, _) = e.pull(q, 1, max, WorkerLimits::rate(limiter), LONG).await;
     (n, e.now() as u128 - START as u128)
 }
 
@@ -51,14 +51,17 @@ async fn a_rate_limited_pull_resolves_when_the_next_token_comes() {
         add(&e, &q, "{}");
     }
     assert!(
-        !e.held_back(&q, FIVE_PER_500),
+        !e.held_back(&q, WorkerLimits::rate(FIVE_PER_500)),
         "a full bucket holds nothing back"
     );
     assert_eq!(pull_at(&e, &q, 10, FIVE_PER_500).await, (5, 0));
-    assert_eq!(e.take(&q, 10, FIVE_PER_500).0, 0);
-    assert!(e.held_back(&q, FIVE_PER_500), "ready jobs wait for a token");
+    assert_eq!(e.take(&q, 10, WorkerLimits::rate(FIVE_PER_500)).0, 0);
     assert!(
-        !e.held_back(&q, None),
+        e.held_back(&q, WorkerLimits::rate(FIVE_PER_500)),
+        "ready jobs wait for a token"
+    );
+    assert!(
+        !e.held_back(&q, WorkerLimits::default()),
         "a worker without a limiter is not held back"
     );
     assert_eq!(pull_at(&e, &q, 10, FIVE_PER_500).await, (1, 100));
@@ -77,7 +80,7 @@ async fn a_rate_limited_pull_resolves_when_the_next_token_comes() {
     e.change_limits(&q, LimitChange::Rate(None));
     assert_eq!(pull_at(&e, &q, 10, None).await, (4, 1_200));
     assert!(
-        !e.held_back(&q, FIVE_PER_500),
+        !e.held_back(&q, WorkerLimits::rate(FIVE_PER_500)),
         "nothing is ready: drained, not held back"
     );
 }
@@ -90,7 +93,7 @@ async fn a_capped_pull_resolves_when_a_job_finishes() {
     for _ in 0..4 {
         add(&e, &q, "{}");
     }
-    let first = taken(&e.take(&q, 10, None).1);
+    let first = taken(&e.take(&q, 10, WorkerLimits::default()).1);
     assert_eq!(first.len(), 2);
     let (e2, q2) = (e.clone(), q.clone());
     let acker = tokio::spawn(async move {
@@ -126,7 +129,7 @@ async fn a_held_queue_starts_nothing_until_the_hold_ends() {
     add(&e, &q, "{}");
     e.change_limits(&q, LimitChange::HoldFor(250));
     assert_eq!(e.limits(&q).1, 250);
-    assert_eq!(e.take(&q, 10, None).0, 0);
+    assert_eq!(e.take(&q, 10, WorkerLimits::default()).0, 0);
     assert_eq!(pull_at(&e, &q, 10, None).await, (1, 250));
     assert_eq!(e.limits(&q).1, 0);
 }

@@ -4,12 +4,13 @@
 use tokio::time::{sleep, Instant as TokioInstant};
 
 use super::*;
+use crate::domain::limits::WorkerLimits;
 
 const LONG: Duration = Duration::from_secs(10);
 
 async fn timed_pull(e: &Engine, q: &QueueRef, puller: u32, max: usize) -> (Vec<String>, Duration) {
     let start = TokioInstant::now();
-    let (n, json) = e.pull(q, puller, max, None, LONG).await;
+    let (n, json) = e.pull(q, puller, max, WorkerLimits::default(), LONG).await;
     let got = ids(&json);
     assert_eq!(n, got.len());
     (got, start.elapsed())
@@ -51,10 +52,14 @@ async fn pull_resolves_empty_at_timeout_without_losing_later_jobs() {
     let (e, _) = engine();
     let q = qref(&e, "q");
     let start = TokioInstant::now();
-    assert_eq!(e.pull(&q, 1, 5, None, ms(250)).await, (0, "[]".to_string()));
+    assert_eq!(
+        e.pull(&q, 1, 5, WorkerLimits::default(), ms(250)).await,
+        (0, "[]".to_string())
+    );
     assert_eq!(start.elapsed(), ms(250));
     assert_eq!(
-        e.pull(&q, 1, 5, None, Duration::ZERO).await,
+        e.pull(&q, 1, 5, WorkerLimits::default(), Duration::ZERO)
+            .await,
         (0, "[]".to_string())
     );
     add(&e, &q, "{}");

@@ -31,9 +31,18 @@ impl QueueState {
                 .and_then(|j| j.dedup_id())
                 .map(Box::<str>::from)
         };
+        // Nor does a queue without groups.
+        let group = if self.groups.is_unused() {
+            None
+        } else {
+            self.jobs.get(&key).and_then(|j| j.group().cloned())
+        };
         let result = self.finish(key, lock, outcome, keep, now, fx);
         if result != AckResult::Stale {
             self.slot_freed();
+            if let Some(g) = group {
+                self.group_slot_freed(&g);
+            }
         }
         if let (Some(id), AckResult::Completed | AckResult::Failed) = (dedup_id, result) {
             self.dedup_finished(&id, key);

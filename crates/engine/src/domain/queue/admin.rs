@@ -40,7 +40,7 @@ impl QueueState {
     pub fn resume(&mut self, fx: &mut Effects) {
         if self.paused {
             self.set_paused(false);
-            let n = self.ready.len();
+            let n = self.ready_len();
             if n > 0 {
                 self.waiters.notify(n);
             }
@@ -53,6 +53,8 @@ impl QueueState {
     pub fn drain(&mut self, delayed: bool) -> usize {
         let mut keys: Vec<JobKey> = self.ready.keys(&self.jobs);
         self.ready.clear(self.jobs.heap_slots());
+        keys.extend(self.groups.keys(&self.jobs));
+        self.groups.clear(self.jobs.heap_slots());
         self.prioritized = 0;
         if delayed {
             keys.extend(self.delayed.iter().map(|(k, _)| k));

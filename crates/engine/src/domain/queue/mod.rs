@@ -3,7 +3,8 @@
 //!
 //! - waiting + prioritized: one [`ReadyHeap`] keyed by `(priority, order)`: priority 0 sorts
 //!   first, then lower numbers; `order` is an increasing admission counter (negated for `lifo`), so
-//!   equal priorities are FIFO and `lifo` jumps the line within its priority.
+//!   equal priorities are FIFO and `lifo` jumps the line within its priority. Jobs of a `group`
+//!   wait in their group's lane instead, a heap of the same kind ([`Groups`], `lanes.rs`).
 //! - delayed: a [`DelayedHeap`] by run-at (FIFO on ties).
 //! - active / completed / failed: `BTreeMap<seq, key>` in the order jobs entered the state, which
 //!   gives paging, oldest-first trimming for retention and O(log n) removal.
@@ -24,6 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::changes::{Changes, EvictedOp, STATE};
 use super::dedup::{DedupKey, DedupKeys, Verdict};
 use super::event::{Event, EventKind};
+use super::groups::Groups;
 use super::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use super::job_store::JobStore;
 use super::job_table::JobTable;
@@ -37,6 +39,7 @@ mod ack;
 mod admin;
 mod dedup;
 pub mod evicted;
+mod lanes;
 mod read;
 mod rebuild;
 mod take;
@@ -133,7 +136,10 @@ pub struct QueueState {
     last_auto_id: u64,
     custom_seq: u64,
     order_seq: i64,
+    /// Ready jobs without a group; grouped ones wait in their group's lane (`lanes.rs`).
     ready: ReadyHeap,
+    groups: Groups,
+    /// Prioritized jobs among the ready ones, grouped or not.
     prioritized: usize,
     delayed: DelayedHeap<JobKey>,
     active: BTreeMap<u64, JobKey>,
@@ -178,6 +184,7 @@ impl QueueState {
             custom_seq: 0,
             order_seq: 0,
             ready: ReadyHeap::default(),
+            groups: Groups::default(),
             prioritized: 0,
             delayed: DelayedHeap::new(),
             active: BTreeMap::new(),
@@ -387,43 +394,6 @@ impl QueueState {
             self.hold_dedup(d, key, v, replaced, now, fx);
         }
         Added::New(key)
-    }
-
-    /// Puts a job (already in `jobs`) into the ready heap by its priority; sets its state.
-    fn push_ready(&mut self, key: JobKey, lifo: bool) {
-        self.order_seq += 1;
-        let order = if lifo {
-            -self.order_seq
-        } else {
-            self.order_seq
-        };
-        let Some(job) = self.jobs.change(&key, STATE) else {
-            return;
-        };
-        job.state = if job.priority > 0 {
-            self.prioritized += 1;
-            JobState::Prioritized
-        } else {
-            JobState::Waiting
-        };
-        let priority = job.priority;
-        self.ready
-            .push(self.jobs.heap_slots(), key, (priority, order));
-    }
-
-    /// Takes a job out of the ready heap (lazy O(1) removal), keeping the counters right.
-    fn unready(&mut self, key: JobKey) -> bool {
-        // Not recorded here: every caller changes the job next (removes it, or records its new
-        // priority and place), which writes the `ord` column.
-        match self.ready.remove(self.jobs.heap_slots(), key) {
-            Some((priority, _)) => {
-                if priority > 0 {
-                    self.prioritized -= 1;
-                }
-                true
-            }
-            None => false,
-        }
     }
 
     /// Moves due delayed jobs to the ready heap and wakes waiters. O(k log n).

@@ -41,7 +41,7 @@ impl QueueState {
         match filter {
             StateFilter::Paused => 0,
             StateFilter::State(s) => match s {
-                JobState::Waiting => self.ready.len() - self.prioritized,
+                JobState::Waiting => self.ready_len() - self.prioritized,
                 JobState::Prioritized => self.prioritized,
                 JobState::Delayed => self.delayed.len(),
                 JobState::Active => self.active.len(),
@@ -54,7 +54,7 @@ impl QueueState {
 
     /// Jobs waiting to run now or later (BullMQ's `count()`). O(1).
     pub fn count(&self) -> usize {
-        self.ready.len() + self.delayed.len()
+        self.ready_len() + self.delayed.len()
     }
 
     /// Whether the queue is paused.
@@ -69,10 +69,13 @@ impl QueueState {
 
     /// Keys of the jobs in one state, in natural order. O(n log n) for ready and delayed.
     pub fn keys_in(&self, filter: StateFilter) -> Vec<JobKey> {
+        // Ungrouped jobs in the order they are taken, then the grouped ones by priority and age.
         let ready = |want: fn(u32) -> bool| -> Vec<JobKey> {
+            let grouped = (!self.groups.is_empty()).then(|| self.groups.sorted(&self.jobs));
             self.ready
                 .sorted(&self.jobs)
                 .into_iter()
+                .chain(grouped.into_iter().flatten())
                 .filter(|(_, (p, _))| want(*p))
                 .map(|(k, _)| k)
                 .collect()

@@ -82,7 +82,10 @@ impl QueueState {
             q.jobs.restore(key, job);
         }
         for (key, prio) in ready_later {
-            q.ready.push(q.jobs.heap_slots(), key, prio);
+            match q.jobs.get(&key).and_then(|j| j.group().cloned()) {
+                None => q.ready.push(q.jobs.heap_slots(), key, prio),
+                Some(g) => q.groups.push(q.jobs.heap_slots(), &g, key, prio),
+            }
         }
         // In the order they were scheduled: jobs due at the same time keep their order.
         delayed.sort_unstable();

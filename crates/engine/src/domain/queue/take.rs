@@ -5,7 +5,7 @@ use super::{id_of, Effects, QueueState};
 use crate::domain::changes::STATE;
 use crate::domain::event::EventKind;
 use crate::domain::job::{Job, JobState};
-use crate::domain::limits::{LimitChange, LimitSettings, RateLimit};
+use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 
 impl QueueState {
     /// Activates up to `max` ready jobs (none while paused), handing each to `each` as it is
@@ -18,16 +18,17 @@ impl QueueState {
         fx: &mut Effects,
         each: impl FnMut(&Job),
     ) -> usize {
-        self.take_limited(max, None, now, fx, each)
+        self.take_limited(max, WorkerLimits::default(), now, fx, each)
     }
 
-    /// [`QueueState::take`] for a worker whose own rate limit is `limiter` (BullMQ's `limiter`:
-    /// one budget for the queue, shared by every worker; the queue's own rate limit overrides
-    /// it). Takes no more than the queue's limits allow now.
+    /// [`QueueState::take`] for a worker whose own limits are `worker`: its rate limit (BullMQ's
+    /// `limiter`: one budget for the queue, shared by every worker; the queue's own rate limit
+    /// overrides it) and its group defaults. Takes no more than the queue's limits allow now,
+    /// ungrouped jobs first, then the groups in turn, each within its own limits.
     pub fn take_limited(
         &mut self,
         max: usize,
-        limiter: Option<RateLimit>,
+        worker: WorkerLimits,
         now: u64,
         fx: &mut Effects,
         mut each: impl FnMut(&Job),
@@ -36,6 +37,7 @@ impl QueueState {
         if self.paused {
             return 0;
         }
+        let limiter = worker.rate;
         let limited = limiter.is_some() || !self.limits.is_unlimited();
         let max = if limited {
             self.limits.budget(max, self.active.len(), limiter, now)
@@ -44,12 +46,9 @@ impl QueueState {
         };
         let mut taken = 0;
         while taken < max {
-            let Some((key, (priority, _))) = self.ready.pop(self.jobs.heap_slots()) else {
+            let Some(key) = self.next_ready(worker.group, now) else {
                 break;
             };
-            if priority > 0 {
-                self.prioritized -= 1;
-            }
             self.lock_seq += 1;
             let lock = self.lock_seq;
             let seq = self.next_state_seq();
@@ -73,7 +72,7 @@ impl QueueState {
         if limited {
             self.limits.spend(taken, limiter);
         }
-        if taken > 0 && self.ready.is_empty() {
+        if taken > 0 && self.ready_len() == 0 {
             self.emit(fx, || EventKind::Drained);
         }
         taken
@@ -83,20 +82,29 @@ impl QueueState {
     /// rate limit or a hold): the time to try again. `None` when waiting does not help: nothing
     /// is ready, the queue is paused, or the cap on active jobs is reached (a finished job wakes
     /// a waiter then).
-    pub fn retry_at(&self, limiter: Option<RateLimit>, now: u64) -> Option<u64> {
-        if self.paused || self.ready.is_empty() {
+    /// Grouped jobs held back by their groups' rate limits count too.
+    pub fn retry_at(&self, worker: WorkerLimits, now: u64) -> Option<u64> {
+        if self.paused || self.ready_len() == 0 {
             return None;
         }
-        self.limits.retry_at(self.active.len(), limiter, now)
+        let queue = self.limits.retry_at(self.active.len(), worker.rate, now);
+        if queue.is_some() || !self.ready.is_empty() {
+            return queue;
+        }
+        self.groups.next_token_at()
     }
 
-    /// Whether ready jobs wait only for the limits (a worker with limiter `limiter` would take
-    /// none now): the queue is not drained.
-    pub fn held_back(&self, limiter: Option<RateLimit>, now: u64) -> bool {
-        !self.paused
-            && !self.ready.is_empty()
-            && (limiter.is_some() || !self.limits.is_unlimited())
-            && self.limits.would_hold_back(self.active.len(), limiter, now)
+    /// Whether ready jobs wait only for the limits (a worker with limits `worker` would take
+    /// none now): the queue is not drained. Grouped jobs wait for their groups' limits.
+    pub fn held_back(&self, worker: WorkerLimits, now: u64) -> bool {
+        if self.paused || self.ready_len() == 0 {
+            return false;
+        }
+        let queue = (worker.rate.is_some() || !self.limits.is_unlimited())
+            && self
+                .limits
+                .would_hold_back(self.active.len(), worker.rate, now);
+        queue || (self.ready.is_empty() && self.groups.held_back(worker.group, now))
     }
 
     /// Changes the queue's limits; waiters try again, as a limit may have been lifted.
@@ -104,8 +112,8 @@ impl QueueState {
         if self.limits.change(change, now) {
             self.settings_changed |= self.jobs.persists();
         }
-        if !self.paused && !self.ready.is_empty() {
-            self.waiters.notify(self.ready.len());
+        if !self.paused && self.ready_len() > 0 {
+            self.waiters.notify(self.ready_len());
         }
     }
 
@@ -121,7 +129,7 @@ impl QueueState {
 
     /// An active job left: under a cap on active jobs, a waiter may take its slot.
     pub(super) fn slot_freed(&mut self) {
-        if self.limits.caps_active() && !self.paused && !self.ready.is_empty() {
+        if self.limits.caps_active() && !self.paused && self.ready_len() > 0 {
             self.waiters.notify(1);
         }
     }

@@ -16,6 +16,7 @@ use crate::error::EngineError;
 
 mod admin;
 mod dedup;
+mod groups;
 mod jobs;
 mod model;
 
