@@ -6,8 +6,8 @@
 //! so claims of one queue never run at once and adds wait for them (an add locks the queue row
 //! too). Within it, after the ungrouped jobs:
 //! 1. the groups in turn order (not paused) are read with what they hold: ready jobs or not,
-//!    active jobs, delayed ones, and their bucket; a statement after the lock, so it sees every
-//!    claim committed before;
+//!    active jobs (where a concurrency applies), and their bucket; a statement after the lock,
+//!    so it sees every claim committed before;
 //! 2. each group's allowance (its concurrency left, its whole tokens) is computed here, and the
 //!    jobs wanted are dealt out round-robin over the groups that may start one;
 //! 3. one statement claims each group's first jobs (`group_id, priority, ord`);
@@ -56,8 +56,8 @@ struct Turn {
     tokens: Option<f64>,
     since_ms: f64,
     ready: bool,
+    /// Active jobs (counted only where a concurrency applies).
     active: i64,
-    delayed: bool,
 }
 
 fn turn_of(r: &Row) -> Turn {
@@ -73,8 +73,7 @@ fn turn_of(r: &Row) -> Turn {
         tokens: r.get(4),
         since_ms: r.get::<_, Option<f64>>(5).unwrap_or(0.0),
         ready: r.get(6),
-        active: r.get(7),
-        delayed: r.get(8),
+        active: r.get::<_, Option<i64>>(7).unwrap_or(0),
     }
 }
 
@@ -150,24 +149,28 @@ pub async fn claim(
 ) -> Result<GroupClaim> {
     let s = t.schema();
     let what = "cannot claim grouped jobs";
+    // Active jobs are counted only where a concurrency applies ($3: the worker has a default).
     let read = format!(
         "SELECT g.id, g.concurrency, g.rate_max, g.rate_duration, g.tokens,
                 (extract(epoch from clock_timestamp() - g.refilled_at) * 1000)::float8,
                 EXISTS (SELECT 1 FROM {s}.jobs j WHERE j.queue = $1 AND j.group_id = g.id
                         AND j.group_id <> '' AND j.state IN (0, 1)),
-                (SELECT count(*) FROM {s}.jobs j WHERE j.queue = $1 AND j.group_id = g.id
-                        AND j.group_id <> '' AND j.state = 3),
-                EXISTS (SELECT 1 FROM {s}.jobs j WHERE j.queue = $1 AND j.group_id = g.id
-                        AND j.group_id <> '' AND j.state = 2)
+                CASE WHEN g.concurrency IS NOT NULL OR $3 THEN
+                    (SELECT count(*) FROM {s}.jobs j WHERE j.queue = $1 AND j.group_id = g.id
+                            AND j.group_id <> '' AND j.state = 3)
+                END
          FROM {s}.groups g
          WHERE g.queue = $1 AND NOT g.paused
          ORDER BY g.served, g.id
          LIMIT $2"
     );
+    // Twice the want (groups found blocked are passed over), within bounds.
+    let page = (want as i64 * 2).clamp(16, PAGE);
+    let capped = d.concurrency.is_some();
     let mut out = GroupClaim::default();
     let mut seen: HashSet<String> = HashSet::new();
     loop {
-        let rows = c.query(t, what, &read, &[&queue, &PAGE]).await?;
+        let rows = c.query(t, what, &read, &[&queue, &page, &capped]).await?;
         let turns: Vec<Turn> = rows.iter().map(turn_of).collect();
         let fresh = turns.iter().any(|g| seen.insert(g.id.clone()));
         let mut allow = Vec::with_capacity(turns.len());
@@ -184,31 +187,42 @@ pub async fn claim(
                 allow.push(n);
             } else {
                 allow.push(0);
-                if g.active == 0 && !g.delayed && g.settings == GroupSettings::default() {
+                // The delete checks that no job of the group is left, whatever its state.
+                if g.settings == GroupSettings::default() {
                     spare.push(g.id.clone());
                 }
             }
         }
         let want_now = want - out.claimed.len();
         let dealt = deal(want_now, &allow);
-        let got = claim_dealt(c, t, queue, &turns, &dealt, lease_ms).await?;
+        // Independent statements of the transaction: sent together (one round trip).
+        let drop = format!(
+            "DELETE FROM {s}.groups g
+             WHERE g.queue = $1 AND g.id = ANY($2) AND g.concurrency IS NULL
+               AND g.rate_max IS NULL AND NOT g.paused
+               AND NOT EXISTS (SELECT 1 FROM {s}.jobs j WHERE j.queue = $1
+                               AND j.group_id = g.id AND j.group_id <> '')"
+        );
+        let dropped = async {
+            if spare.is_empty() {
+                return Ok(Vec::new());
+            }
+            c.query(t, what, &drop, &[&queue, &spare]).await
+        };
+        let (got, stored, dropped) = tokio::join!(
+            claim_dealt(c, t, queue, &turns, &dealt, lease_ms),
+            store_turns(c, t, queue, &turns, &dealt, d),
+            dropped
+        );
+        let got = got?;
+        stored?;
+        dropped?;
         let taken = got.len();
         out.claimed.extend(got);
-        store_turns(c, t, queue, &turns, &dealt, d).await?;
-        if !spare.is_empty() {
-            let drop = format!(
-                "DELETE FROM {s}.groups g
-                 WHERE g.queue = $1 AND g.id = ANY($2) AND g.concurrency IS NULL
-                   AND g.rate_max IS NULL AND NOT g.paused
-                   AND NOT EXISTS (SELECT 1 FROM {s}.jobs j WHERE j.queue = $1
-                                   AND j.group_id = g.id AND j.group_id <> '')"
-            );
-            c.query(t, what, &drop, &[&queue, &spare]).await?;
-        }
         if taken > 0 {
             out.held_back = false;
         }
-        if out.claimed.len() >= want || (turns.len() as i64) < PAGE || !fresh {
+        if out.claimed.len() >= want || (turns.len() as i64) < page || !fresh {
             break;
         }
     }
@@ -483,7 +497,6 @@ mod tests {
             since_ms: 0.0,
             ready: true,
             active: 1,
-            delayed: false,
         };
         let (n, tokens, wait) = g.allowance(GroupDefaults::default());
         assert_eq!((n, tokens), (0, Some(0.5)));
