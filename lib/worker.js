@@ -47,7 +47,7 @@ class Worker extends QueueHandle {
     this._concurrency = concurrency
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
     // `limiter` and `group`, checked by the engine at each pull (pull-limits.js).
-    this._limits = pullLimits(o)
+    this._limits = binding.pullLimits(pullLimits(o))
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
