@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::application::engine::Ack;
+use crate::application::engine_flows::FlowNode;
 use crate::application::events::Notifier;
+use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::JobState;
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
@@ -148,6 +150,10 @@ pub trait Backend: Send + Sync + 'static {
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added>;
     /// Adds jobs, all or none, in order.
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>>;
+    /// Adds a flow (parents first, see [`FlowNode`]), all or none; answers the ids in order.
+    fn add_flow(&self, nodes: Vec<FlowNode>) -> Reply<Vec<String>>;
+    /// A flow parent's dependencies (`None`: no such job, or no children).
+    fn dependencies(&self, q: &QueueRef, id: &str) -> Reply<Option<Deps>>;
 
     /// Activates up to `max` ready jobs now, within the queue's limits (`worker.rate`: the
     /// taking worker's own rate limit, one budget for the queue; the queue's own overrides it)

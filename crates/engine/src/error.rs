@@ -64,6 +64,19 @@ pub enum EngineError {
     /// Reading or writing the database failed.
     #[error("storage error on {path}: {reason}")]
     StorageIo { path: String, reason: String },
+    /// A `parent` that is no job of that queue in this engine.
+    #[error("parent job {id} not found in queue \"{queue}\" (a flow's jobs must live in one engine: the same dataPath, memory, or the same PostgreSQL schema)")]
+    ParentNotFound { queue: String, id: String },
+    /// A `parent` that has finished already.
+    #[error("parent job {id} of queue \"{queue}\" is {state}: it can take no more children")]
+    ParentFinished {
+        queue: String,
+        id: String,
+        state: &'static str,
+    },
+    /// A flow job's `jobId` is taken: nothing of the flow was added.
+    #[error("a job with id {id} exists in queue \"{queue}\"; nothing of the flow was added")]
+    FlowJobExists { queue: String, id: String },
     /// A bug: an invariant did not hold. Never expected.
     #[error("internal error: {0}")]
     Internal(String),
@@ -85,6 +98,9 @@ impl EngineError {
             EngineError::StorageVersion { .. } => "ERR_STORAGE_VERSION",
             EngineError::StorageCorrupt { .. } => "ERR_STORAGE_CORRUPT",
             EngineError::StorageIo { .. } => "ERR_STORAGE_IO",
+            EngineError::ParentNotFound { .. } => "ERR_PARENT_NOT_FOUND",
+            EngineError::ParentFinished { .. } => "ERR_PARENT_FINISHED",
+            EngineError::FlowJobExists { .. } => "ERR_FLOW_JOB_EXISTS",
             EngineError::Internal(_) => "ERR_INTERNAL",
         }
     }

@@ -31,6 +31,7 @@ pub mod wire;
 mod loom_models;
 
 pub use application::engine::{Ack, Engine, EngineConfig};
+pub use application::engine_flows::FlowNode;
 pub use backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
 pub use clock::{Clock, MockClock, SystemClock};
 pub use domain::event::{Event, EventKind};

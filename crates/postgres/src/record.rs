@@ -96,6 +96,8 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             failed_reason: text(15).map(|r| text::load(r).into_boxed_str()),
             stacktrace: text(16).map(text::load_json_array),
             logs: text(17).map(text::load_json_array),
+            // Flows are not on PostgreSQL yet.
+            deps: None,
         },
     })
 }

@@ -9,8 +9,10 @@ use tokio::sync::oneshot;
 
 use super::engine::{Ack, Engine};
 use super::engine_disk::stored_logs_page;
+use super::engine_flows::FlowNode;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use crate::domain::flow::{Deps, OnChildFailure};
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
@@ -106,17 +108,40 @@ impl Engine {
     }
 }
 
+/// Whether a job to add names a parent, or a child failure rule (which needs one).
+fn linked(job: &NewJob) -> bool {
+    job.opts.parent.is_some() || job.opts.on_child_failure != OnChildFailure::Wait
+}
+
 impl Backend for Engine {
     fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
         self.queue_ref_in(prefix, name)
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
+        if linked(&job) {
+            let added = self.add_linked(q, vec![job]).and_then(|mut v| {
+                v.pop()
+                    .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
+            });
+            return self.paced_result(added);
+        }
         self.paced(Engine::add(self, q, job))
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        if jobs.iter().any(linked) {
+            return self.paced_result(self.add_linked(q, jobs));
+        }
         self.paced(Engine::add_bulk(self, q, jobs))
+    }
+
+    fn add_flow(&self, nodes: Vec<FlowNode>) -> Reply<Vec<String>> {
+        self.paced_result(Engine::add_flow(self, nodes))
+    }
+
+    fn dependencies(&self, q: &QueueRef, id: &str) -> Reply<Option<Deps>> {
+        Reply::Now(Ok(Engine::dependencies(self, q, id)))
     }
 
     fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String> {

@@ -92,6 +92,10 @@ pub(super) struct Inner {
     pub(super) commits: tokio::sync::watch::Sender<u64>,
     /// This engine among the process's engines, for commit tickets (see `tickets.rs`).
     pub(super) serial: u64,
+    /// Set once the engine has a flow job: changing calls then take `flow_lock`
+    /// (`engine_flows.rs`).
+    pub(super) flows: AtomicBool,
+    pub(super) flow_lock: Mutex<()>,
 }
 
 impl Drop for Inner {
@@ -139,6 +143,7 @@ impl Engine {
         let mut shards: Vec<Shard> = (0..count).map(|_| Shard::new(persist)).collect();
         let mut recovery_ops: Vec<StorageOp> = Vec::new();
         let mut wake_at: Option<u64> = None;
+        let mut flows = false;
         if let Some(snap) = snapshot {
             let now = config.clock.now_ms();
             for (name, saved) in snap.queues {
@@ -151,6 +156,7 @@ impl Engine {
                 for (id, settings) in saved.groups {
                     q.restore_group(id, settings);
                 }
+                flows |= q.uses_flows();
                 rows::snapshot(&mut q, &mut recovery_ops);
                 eviction.apply(&mut q);
                 if let Some(d) = q.next_due() {
@@ -171,6 +177,8 @@ impl Engine {
             notice: CommitNotice::default(),
             commits: tokio::sync::watch::Sender::new(0),
             serial: super::tickets::next_serial(),
+            flows: AtomicBool::new(flows),
+            flow_lock: Mutex::new(()),
         });
         if let Some(s) = &inner.storage {
             let weak: Weak<Inner> = Arc::downgrade(&inner);
@@ -242,12 +250,17 @@ impl Engine {
         q: &QueueRef,
         f: impl FnOnce(&mut QueueState, u64, &mut Effects) -> R,
     ) -> (R, u64) {
+        if self.flows_used() {
+            return self.with_flows(q, f);
+        }
         let mut fx = Effects::default();
         let now = self.now();
         let mut shard = self.inner.shards[q.slot()].lock();
         let mut ops = Vec::new();
+        let mut notices = Vec::new();
         let r = shard.with_queue(q.name_arc(), |qs| {
             let r = f(qs, now, &mut fx);
+            notices = qs.take_notices();
             self.inner.record(qs, &mut ops);
             r
         });
@@ -261,6 +274,10 @@ impl Engine {
         // for other threads' changes.
         if changed {
             super::tickets::note(self.inner.serial, seq);
+        }
+        // A child changed by a call that began before the engine had flows.
+        if !notices.is_empty() {
+            self.deliver_late(notices);
         }
         (r, seq)
     }
@@ -476,7 +493,7 @@ impl Engine {
 
 impl Inner {
     /// Hands effects out after the shard lock is released; events wait for write `seq`.
-    fn after(&self, fx: Effects, seq: u64) {
+    pub(super) fn after(&self, fx: Effects, seq: u64) {
         if let Some(at) = fx.wake_at {
             self.timer.schedule(at);
         }
@@ -485,7 +502,7 @@ impl Inner {
 
     /// Turns what `qs` changed into storage operations, then applies the eviction policy (a
     /// durable engine; nothing in memory).
-    fn record(&self, qs: &mut QueueState, ops: &mut Vec<StorageOp>) {
+    pub(super) fn record(&self, qs: &mut QueueState, ops: &mut Vec<StorageOp>) {
         if let Some(s) = &self.storage {
             rows::snapshot(qs, ops);
             s.eviction().apply(qs);
@@ -493,7 +510,7 @@ impl Inner {
     }
 
     /// Hands operations to storage (no-op in memory); returns their sequence number.
-    fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
+    pub(super) fn submit(&self, ops: &mut Vec<StorageOp>) -> u64 {
         match &self.storage {
             // With no ops this is the latest sequence number: events of this call then wait
             // behind those of earlier changes still being committed.

@@ -14,6 +14,7 @@ use crate::domain::options::{JobOptions, KeepJobs};
 use crate::domain::queue::{AckResult, Added, NewJob, Outcome};
 use crate::error::ErrorKind;
 
+mod flows;
 mod limited;
 mod pull;
 

@@ -6,6 +6,7 @@ mod durability;
 mod embedded;
 pub mod engine;
 mod engine_disk;
+pub mod engine_flows;
 mod engine_groups;
 mod engine_ops;
 pub mod events;

@@ -53,6 +53,10 @@ pub enum EventKind {
         deduplication_id: String,
         deduplicated_job_id: String,
     },
+    /// A flow parent was added waiting for its children.
+    WaitingChildren {
+        job_id: String,
+    },
     Cleaned {
         count: usize,
     },
@@ -83,6 +87,7 @@ impl EventKind {
             EventKind::Removed { .. } => "removed",
             EventKind::Duplicated { .. } => "duplicated",
             EventKind::Deduplicated { .. } => "deduplicated",
+            EventKind::WaitingChildren { .. } => "waiting-children",
             EventKind::Cleaned { .. } => "cleaned",
             EventKind::Drained => "drained",
             EventKind::Paused => "paused",

@@ -238,8 +238,14 @@ mod tests {
 
     #[test]
     fn one_failure_rule_at_most() {
-        assert_eq!(on_failure(false, false, false, false).unwrap(), OnChildFailure::Wait);
-        assert_eq!(on_failure(false, true, false, false).unwrap(), OnChildFailure::Ignore);
+        assert_eq!(
+            on_failure(false, false, false, false).unwrap(),
+            OnChildFailure::Wait
+        );
+        assert_eq!(
+            on_failure(false, true, false, false).unwrap(),
+            OnChildFailure::Ignore
+        );
         let e = on_failure(true, false, false, true).unwrap_err();
         assert!(e.to_string().contains("continueParentOnFailure"), "{e}");
     }
@@ -249,7 +255,10 @@ mod tests {
         let p = r#""parent":{"id":"1","queue":"bull:q"}"#;
         assert_eq!(with_parent_json(None, "q", "1"), format!("{{{p}}}"));
         assert_eq!(with_parent_json(Some("{}"), "q", "1"), format!("{{{p}}}"));
-        assert_eq!(with_parent_json(Some(" { } "), "q", "1"), format!("{{ {p}}}"));
+        assert_eq!(
+            with_parent_json(Some(" { } "), "q", "1"),
+            format!("{{ {p}}}")
+        );
         assert_eq!(
             with_parent_json(Some(r#"{"delay":5}"#), "q", "1"),
             format!(r#"{{"delay":5,{p}}}"#)

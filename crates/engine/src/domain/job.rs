@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::flow::{Deps, ParentLink};
 use super::options::{Backoff, JobOptions, KeepJobs};
 
 /// Internal job key, unique within a queue.
@@ -114,6 +115,8 @@ pub struct JobExtra {
     pub failed_reason: Option<Box<str>>,
     pub stacktrace: Vec<Box<str>>,
     pub logs: Vec<Box<str>>,
+    /// A flow parent's dependencies (`flow.rs`).
+    pub deps: Option<Box<Deps>>,
 }
 
 /// Fields only jobs given options carry, in one allocation that the others do not have
@@ -128,6 +131,8 @@ pub struct JobRare {
     pub dedup_id: Option<Box<str>>,
     /// The `group` the job belongs to (its group priority is the job's `priority`).
     pub group: Option<Arc<str>>,
+    /// A flow child's parent.
+    pub parent: Option<ParentLink>,
 }
 
 /// One job.
@@ -184,17 +189,26 @@ impl Job {
         };
         let dedup_id = opts.deduplication.as_ref().map(|d| d.id.clone());
         let group = opts.group.as_ref().map(|g| g.id.clone());
-        let rare =
-            (policy.is_some() || opts.job_id.is_some() || dedup_id.is_some() || group.is_some())
-                .then(|| {
-                    Box::new(JobRare {
-                        custom_id: opts.job_id.clone(),
-                        opts_json: None,
-                        policy,
-                        dedup_id,
-                        group,
-                    })
-                });
+        let parent = opts.parent.as_ref().map(|(queue, id)| ParentLink {
+            queue: queue.clone(),
+            id: id.clone(),
+            on_failure: opts.on_child_failure,
+        });
+        let rare = (policy.is_some()
+            || opts.job_id.is_some()
+            || dedup_id.is_some()
+            || group.is_some()
+            || parent.is_some())
+        .then(|| {
+            Box::new(JobRare {
+                custom_id: opts.job_id.clone(),
+                opts_json: None,
+                policy,
+                dedup_id,
+                group,
+                parent,
+            })
+        });
         Job {
             key,
             name,
@@ -242,6 +256,21 @@ impl Job {
     /// The group the job belongs to, if any.
     pub fn group(&self) -> Option<&Arc<str>> {
         self.rare.as_ref()?.group.as_ref()
+    }
+
+    /// A flow child's parent, if any.
+    pub fn parent(&self) -> Option<&ParentLink> {
+        self.rare.as_ref()?.parent.as_ref()
+    }
+
+    /// Links the job to a flow parent (a child added by a flow; its options text says so too).
+    pub fn set_parent(&mut self, link: ParentLink) {
+        self.rare.get_or_insert_with(Default::default).parent = Some(link);
+    }
+
+    /// A flow parent's dependencies, if it has any.
+    pub fn deps(&self) -> Option<&Deps> {
+        self.extra.as_ref()?.deps.as_deref()
     }
 
     /// The options as the user gave them (JSON text), if any.

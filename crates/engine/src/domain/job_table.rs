@@ -16,6 +16,11 @@ pub struct JobTable {
 }
 
 impl JobTable {
+    /// Every job with its key, in no order. O(n).
+    pub fn iter(&self) -> impl Iterator<Item = (JobKey, &Job)> {
+        self.slots.iter().flatten().map(|j| (j.key, j))
+    }
+
     /// The job with `key`. O(1).
     #[inline]
     pub fn get(&self, key: &JobKey) -> Option<&Job> {

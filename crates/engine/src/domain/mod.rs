@@ -5,6 +5,7 @@
 pub mod changes;
 pub mod dedup;
 pub mod event;
+pub mod flow;
 pub mod groups;
 pub mod job;
 pub mod job_store;

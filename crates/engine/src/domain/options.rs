@@ -1,6 +1,6 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`, and BullMQ
-//! Pro's `group`), parsed from JSON text
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`, `parent`
+//! and the four child failure flags, and BullMQ Pro's `group`), parsed from JSON text
 //! and validated into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when
 //! logging). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
 //! refused with `ERR_UNSUPPORTED_OPTION`, a name that is no option at all with
@@ -9,11 +9,13 @@
 //! an older version that took unknown names keeps its policy.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::dedup::{Deduplication, RawDeduplication};
+use super::flow::{on_failure, parse_parent, OnChildFailure, RawParent};
 use super::groups::option::{JobGroup, RawGroup};
 use crate::error::{EngineError, Result};
 
@@ -91,10 +93,14 @@ pub struct JobOptions {
     pub deduplication: Option<Deduplication>,
     /// `group` (`groups/option.rs`); its priority is the job's `priority`.
     pub group: Option<JobGroup>,
+    /// `parent`: the parent's queue (engine name) and id (`flow.rs`).
+    pub parent: Option<(Arc<str>, Box<str>)>,
+    /// What this job failing for good does to its parent (the four BullMQ flags).
+    pub on_child_failure: OnChildFailure,
 }
 
 /// The job options ferroqueue implements, as BullMQ names them.
-pub const JOB_OPTIONS: [&str; 12] = [
+pub const JOB_OPTIONS: [&str; 17] = [
     "jobId",
     "delay",
     "priority",
@@ -107,17 +113,17 @@ pub const JOB_OPTIONS: [&str; 12] = [
     "timestamp",
     "deduplication",
     "group",
-];
-
-/// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
-pub const UNSUPPORTED_JOB_OPTIONS: [&str; 13] = [
-    "repeat",
-    "repeatJobKey",
     "parent",
     "failParentOnFailure",
     "ignoreDependencyOnFailure",
     "removeDependencyOnFailure",
     "continueParentOnFailure",
+];
+
+/// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
+pub const UNSUPPORTED_JOB_OPTIONS: [&str; 8] = [
+    "repeat",
+    "repeatJobKey",
     "debounce",
     "prevMillis",
     "telemetry",
@@ -164,6 +170,11 @@ struct RawOptions {
     timestamp: Option<f64>,
     deduplication: Option<RawDeduplication>,
     group: Option<RawGroup>,
+    parent: Option<RawParent>,
+    fail_parent: Option<bool>,
+    ignore_dependency: Option<bool>,
+    remove_dependency: Option<bool>,
+    continue_parent: Option<bool>,
     /// The first name that is not one of [`JOB_OPTIONS`].
     other: Option<String>,
 }
@@ -182,6 +193,11 @@ enum Field {
     Timestamp,
     Deduplication,
     Group,
+    Parent,
+    FailParent,
+    IgnoreDependency,
+    RemoveDependency,
+    ContinueParent,
     Other(String),
 }
 
@@ -207,6 +223,11 @@ impl<'de> Deserialize<'de> for Field {
                     "timestamp" => Field::Timestamp,
                     "deduplication" => Field::Deduplication,
                     "group" => Field::Group,
+                    "parent" => Field::Parent,
+                    "failParentOnFailure" => Field::FailParent,
+                    "ignoreDependencyOnFailure" => Field::IgnoreDependency,
+                    "removeDependencyOnFailure" => Field::RemoveDependency,
+                    "continueParentOnFailure" => Field::ContinueParent,
                     other => Field::Other(other.to_string()),
                 })
             }
@@ -242,6 +263,11 @@ impl<'de> Deserialize<'de> for RawOptions {
                         Field::Timestamp => o.timestamp = map.next_value()?,
                         Field::Deduplication => o.deduplication = map.next_value()?,
                         Field::Group => o.group = map.next_value()?,
+                        Field::Parent => o.parent = map.next_value()?,
+                        Field::FailParent => o.fail_parent = map.next_value()?,
+                        Field::IgnoreDependency => o.ignore_dependency = map.next_value()?,
+                        Field::RemoveDependency => o.remove_dependency = map.next_value()?,
+                        Field::ContinueParent => o.continue_parent = map.next_value()?,
                         Field::Other(name) => {
                             map.next_value::<IgnoredAny>()?;
                             if o.other.is_none() {
@@ -294,6 +320,8 @@ impl Default for JobOptions {
             remove_on_fail: None,
             deduplication: None,
             group: None,
+            parent: None,
+            on_child_failure: OnChildFailure::Wait,
         }
     }
 }
@@ -364,6 +392,16 @@ impl JobOptions {
             o.priority = g.priority;
             o.group = Some(g);
         }
+        if let Some(p) = raw.parent {
+            o.parent = Some(parse_parent(p)?);
+        }
+        let flag = |f: Option<bool>| f.unwrap_or(false);
+        o.on_child_failure = on_failure(
+            flag(raw.fail_parent),
+            flag(raw.ignore_dependency),
+            flag(raw.remove_dependency),
+            flag(raw.continue_parent),
+        )?;
         Ok(o)
     }
 

@@ -36,13 +36,17 @@ impl Shard {
 
     /// Runs `f` on a queue, creating it empty on first use.
     pub fn with_queue<R>(&mut self, name: &Arc<str>, f: impl FnOnce(&mut QueueState) -> R) -> R {
+        f(self.queue_mut(name))
+    }
+
+    /// A queue, created empty on first use.
+    pub fn queue_mut(&mut self, name: &Arc<str>) -> &mut QueueState {
         let persist = self.persist;
-        let q = self.queues.entry(name.clone()).or_insert_with(|| {
+        self.queues.entry(name.clone()).or_insert_with(|| {
             let mut q = QueueState::new(name.clone());
             q.set_persist(persist);
             q
-        });
-        f(q)
+        })
     }
 
     /// Runs `f` on every queue that has delayed jobs; returns the earliest run-at left.

@@ -35,6 +35,7 @@ fn extra(n: u64) -> Box<ExtraCols> {
         failed_reason: None,
         stacktrace: None,
         logs: n.is_multiple_of(3).then(|| format!("[\"l{n}\"]")),
+        deps: None,
     })
 }
 

@@ -20,6 +20,8 @@ mod coalesce_tests;
 #[cfg(test)]
 mod evicted_tests;
 #[cfg(test)]
+mod flow_tests;
+#[cfg(test)]
 mod reopen_props;
 #[cfg(test)]
 mod schema_tests;

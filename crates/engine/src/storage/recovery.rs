@@ -38,7 +38,7 @@ pub struct Snapshot {
 /// Columns of a job row, in the order [`row_of`] reads them.
 pub const JOB_SELECT: &str = "SELECT queue, key, custom_id, name, data, opts, state, priority, delay, \
      timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, progress, \
-     returnvalue, failed_reason, stacktrace, logs FROM jobs";
+     returnvalue, failed_reason, stacktrace, logs, deps FROM jobs";
 
 // Queries by state carry `state IN (4, 5)` so SQLite can use the partial index `jobs_finished`
 // (checked by `schema_tests.rs`).
@@ -96,6 +96,7 @@ pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Resu
             failed_reason: r.get::<_, Option<String>>(19)?.map(Into::into),
             stacktrace: r.get(20)?,
             logs: r.get(21)?,
+            deps: r.get(22)?,
         },
     })
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::rows::{JobRow, QueueRow};
+use crate::domain::flow::Deps;
 use crate::domain::job::{Job, JobExtra};
 use crate::domain::options::JobOptions;
 use crate::domain::queue::{QueueState, Stored, StoredSettings};
@@ -36,11 +37,13 @@ pub fn job_of(row: JobRow) -> Job {
     let e = row.extra;
     let stacktrace = parse_array(e.stacktrace.as_deref());
     let logs = parse_array(e.logs.as_deref());
+    let deps = e.deps.as_deref().and_then(Deps::from_json).map(Box::new);
     if e.progress.is_some()
         || e.returnvalue.is_some()
         || e.failed_reason.is_some()
         || !stacktrace.is_empty()
         || !logs.is_empty()
+        || deps.is_some()
     {
         job.extra = Some(Box::new(JobExtra {
             progress: e.progress,
@@ -48,6 +51,7 @@ pub fn job_of(row: JobRow) -> Job {
             failed_reason: e.failed_reason,
             stacktrace,
             logs,
+            deps,
         }));
     }
     job

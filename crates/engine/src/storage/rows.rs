@@ -42,6 +42,8 @@ pub struct ExtraCols {
     pub stacktrace: Option<String>,
     /// JSON array, `None` when empty.
     pub logs: Option<String>,
+    /// A flow parent's dependencies as JSON (`domain/flow.rs`), `None` for other jobs.
+    pub deps: Option<String>,
 }
 
 /// A whole job row.
@@ -134,6 +136,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             failed_reason: None,
             stacktrace: None,
             logs: None,
+            deps: None,
         },
         Some(e) => ExtraCols {
             progress: e.progress.clone(),
@@ -141,6 +144,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             failed_reason: e.failed_reason.clone(),
             stacktrace: json_array(&e.stacktrace),
             logs: json_array(&e.logs),
+            deps: e.deps.as_ref().map(|d| d.to_json()),
         },
     }
 }

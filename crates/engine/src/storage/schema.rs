@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -91,6 +91,11 @@ CREATE TABLE groups (
     paused INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, id)
 );
+"#,
+    // 6: a flow parent's dependencies (JSON: pending children, values of completed ones,
+    // failed and ignored ones); a child's parent is in its options.
+    r#"
+ALTER TABLE jobs ADD COLUMN deps TEXT;
 "#,
 ];
 

@@ -12,7 +12,7 @@ use crate::domain::limits::{LimitChange, LimitSettings, RateLimit, WorkerLimits}
 use crate::domain::queue::{Added, NewJob, Outcome};
 use crate::{Ack, Engine, EngineConfig, JobOptions};
 
-fn open(path: &Path) -> crate::Result<Engine> {
+pub(super) fn open(path: &Path) -> crate::Result<Engine> {
     Engine::new(EngineConfig {
         clock: Arc::new(MockClock::new(1_000_000)),
         timer: false,
@@ -21,7 +21,7 @@ fn open(path: &Path) -> crate::Result<Engine> {
     })
 }
 
-fn settle(e: &Engine) {
+pub(super) fn settle(e: &Engine) {
     let t = Instant::now();
     while e.committed() < e.submitted() {
         assert!(t.elapsed() < Duration::from_secs(5), "commit did not come");
@@ -29,7 +29,7 @@ fn settle(e: &Engine) {
     }
 }
 
-fn job(name: &str, data: &str, opts: &str) -> NewJob {
+pub(super) fn job(name: &str, data: &str, opts: &str) -> NewJob {
     NewJob {
         name: name.into(),
         data: data.into(),
@@ -39,7 +39,7 @@ fn job(name: &str, data: &str, opts: &str) -> NewJob {
     }
 }
 
-fn ack_ok(e: &Engine, q: &crate::QueueRef, id: &str, token: u64, value: &str) {
+pub(super) fn ack_ok(e: &Engine, q: &crate::QueueRef, id: &str, token: u64, value: &str) {
     e.ack_many(
         q,
         vec![Ack {

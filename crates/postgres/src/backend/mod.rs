@@ -29,11 +29,13 @@ use std::time::Duration;
 
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use ferroqueue_engine::domain::flow::{Deps, OnChildFailure};
 use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
 use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::domain::queue_name::qualified_name;
+use ferroqueue_engine::FlowNode;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -171,12 +173,32 @@ impl Drop for PgBackend {
     }
 }
 
+/// Flows are not built on PostgreSQL yet: a job with a parent, or a child failure rule, is
+/// refused rather than added as a plain job.
+fn no_flows(jobs: &[NewJob]) -> Option<EngineError> {
+    jobs.iter()
+        .find(|j| j.opts.parent.is_some() || j.opts.on_child_failure != OnChildFailure::Wait)
+        .map(|_| flows_refused("parent"))
+}
+
+fn flows_refused(what: &str) -> EngineError {
+    EngineError::Unsupported {
+        option: what.into(),
+        reason: "(flows) is not supported on the PostgreSQL backend yet; it works on the \
+                 embedded engine (memory or dataPath)"
+            .into(),
+    }
+}
+
 impl Backend for PgBackend {
     fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
         Ok(QueueRef::new(Arc::from(qualified_name(prefix, name)?), 0))
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
+        if let Some(e) = no_flows(std::slice::from_ref(&job)) {
+            return Reply::Now(Err(e));
+        }
         let one = |mut added: Vec<Added>| {
             added
                 .pop()
@@ -196,11 +218,23 @@ impl Backend for PgBackend {
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
+        if let Some(e) = no_flows(&jobs) {
+            return Reply::Now(Err(e));
+        }
         if jobs.iter().any(|j| j.opts.deduplication.is_some()) {
             let q = q.name_arc().clone();
             return self.run(move |s| async move { work::add_deduplicated(&s, &q, jobs).await });
         }
         self.coalesced(q, jobs)
+    }
+
+    fn add_flow(&self, _nodes: Vec<FlowNode>) -> Reply<Vec<String>> {
+        Reply::Now(Err(flows_refused("FlowProducer")))
+    }
+
+    fn dependencies(&self, _q: &QueueRef, _id: &str) -> Reply<Option<Deps>> {
+        // No job has children here: flows are refused.
+        Reply::Now(Ok(None))
     }
 
     fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String> {

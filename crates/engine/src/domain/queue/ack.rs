@@ -4,6 +4,7 @@
 use super::{id_of, AckResult, Effects, Outcome, QueueState};
 use crate::domain::changes::{EXTRA, STATE};
 use crate::domain::event::EventKind;
+use crate::domain::flow::{ChildEnd, OnChildFailure};
 use crate::domain::job::{JobKey, JobState};
 use crate::domain::options::KeepJobs;
 
@@ -103,6 +104,7 @@ impl QueueState {
                 let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
                 let listened = self.listeners > 0;
                 let ev = listened.then(|| (job.id_string(), value.clone()));
+                let for_parent = job.parent().is_some().then(|| value.clone());
                 if extra_changes {
                     job.extra_mut().returnvalue = (&*value != "null").then_some(value);
                 }
@@ -111,6 +113,9 @@ impl QueueState {
                     job.state_seq = seq;
                 }
                 self.completed.insert(seq, key);
+                if let Some(v) = for_parent {
+                    self.notify_parent(key, || ChildEnd::Completed(v));
+                }
                 if let Some((job_id, returnvalue)) = ev {
                     self.emit(fx, || EventKind::Completed {
                         job_id,
@@ -156,6 +161,9 @@ impl QueueState {
                     job.state_seq = seq;
                 }
                 self.failed.insert(seq, key);
+                self.notify_parent(key, || {
+                    ChildEnd::Failed(reason.clone(), OnChildFailure::Wait)
+                });
                 self.emit(fx, || EventKind::Failed {
                     job_id: id_of(key, &self.jobs),
                     failed_reason: reason,

@@ -120,7 +120,21 @@ impl QueueState {
                 active: self.active.len(),
             });
         }
+        // Children of other queues' parents go with it: their parents no longer wait for them.
+        let unfinished: Vec<JobKey> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| {
+                j.parent().is_some() && !matches!(j.state, JobState::Completed | JobState::Failed)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        for k in unfinished {
+            self.notify_parent(k, || crate::domain::flow::ChildEnd::Removed);
+        }
+        let notices = std::mem::take(&mut self.notices);
         let mut fresh = QueueState::new(self.name.clone());
+        fresh.notices = notices;
         std::mem::swap(&mut fresh.waiters, &mut self.waiters);
         fresh.jobs.set_persist(self.jobs.persists());
         fresh.wiped = fresh.jobs.persists();
@@ -166,7 +180,10 @@ impl QueueState {
             JobState::Completed | JobState::Failed => {
                 self.finished_set(state).remove(&seq);
             }
-            JobState::Active | JobState::WaitingChildren => return None,
+            JobState::WaitingChildren => {
+                self.waiting_children.remove(&seq);
+            }
+            JobState::Active => return None,
         }
         self.forget(key).map(|j| j.id_string())
     }

@@ -39,6 +39,7 @@ mod ack;
 mod admin;
 mod dedup;
 pub mod evicted;
+mod flow;
 mod lanes;
 mod read;
 mod rebuild;
@@ -145,6 +146,10 @@ pub struct QueueState {
     active: BTreeMap<u64, JobKey>,
     completed: BTreeMap<u64, JobKey>,
     failed: BTreeMap<u64, JobKey>,
+    /// Flow parents waiting for their children (`flow.rs`), by `state_seq`.
+    waiting_children: BTreeMap<u64, JobKey>,
+    /// Notices for parents of this queue's jobs, until the engine takes them (`flow.rs`).
+    notices: Vec<crate::domain::flow::Notice>,
     state_seq: u64,
     lock_seq: u64,
     paused: bool,
@@ -190,6 +195,8 @@ impl QueueState {
             active: BTreeMap::new(),
             completed: BTreeMap::new(),
             failed: BTreeMap::new(),
+            waiting_children: BTreeMap::new(),
+            notices: Vec::new(),
             state_seq: 0,
             lock_seq: 0,
             paused: false,
@@ -346,30 +353,16 @@ impl QueueState {
             }
             _ => {}
         }
-        let key = match &job.opts.job_id {
-            Some(id) => {
-                self.custom_seq += 1;
-                let key = CUSTOM_KEY_BIT | self.custom_seq;
-                self.custom_ids.insert(id.clone(), key);
-                key
-            }
-            None => {
-                self.last_auto_id += 1;
-                self.last_auto_id
-            }
-        };
-        // The id sequences are not written here: recovery takes them from the highest key in the
-        // file, and deletions write them (see `storage/rows.rs`). Inserting the record writes
-        // its row.
-        let name = self.intern(&job.name);
-        let mut record = Job::new(key, name, job.data, &job.opts, job.timestamp);
-        record.set_opts_json(job.opts_json);
+        let (key, mut record) = self.new_record(
+            job.name,
+            job.data,
+            &job.opts,
+            job.opts_json,
+            job.timestamp,
+            fx,
+        );
         let run_at = job.timestamp.saturating_add(job.opts.delay);
         let lifo = job.opts.lifo;
-        self.emit(fx, || EventKind::Added {
-            job_id: record.id_string(),
-            name: record.name.clone(),
-        });
         if job.opts.delay > 0 && run_at > now {
             record.state = JobState::Delayed;
             self.emit(fx, || EventKind::Delayed {
@@ -394,6 +387,55 @@ impl QueueState {
             self.hold_dedup(d, key, v, replaced, now, fx);
         }
         Added::New(key)
+    }
+
+    /// A new job's record under a fresh key (its custom id registered) and the `added` event;
+    /// the caller places it. The id sequences are not written here: recovery takes them from the
+    /// highest key in the file, and deletions write them (see `storage/rows.rs`). Inserting the
+    /// record writes its row.
+    fn new_record(
+        &mut self,
+        name: String,
+        data: Box<str>,
+        opts: &JobOptions,
+        opts_json: Option<Box<str>>,
+        timestamp: u64,
+        fx: &mut Effects,
+    ) -> (JobKey, Job) {
+        let key = match &opts.job_id {
+            Some(id) => {
+                self.custom_seq += 1;
+                let key = CUSTOM_KEY_BIT | self.custom_seq;
+                self.custom_ids.insert(id.clone(), key);
+                key
+            }
+            None => {
+                self.last_auto_id += 1;
+                self.last_auto_id
+            }
+        };
+        let name = self.intern(&name);
+        let mut record = Job::new(key, name, data, opts, timestamp);
+        record.set_opts_json(opts_json);
+        self.emit(fx, || EventKind::Added {
+            job_id: record.id_string(),
+            name: record.name.clone(),
+        });
+        (key, record)
+    }
+
+    /// Inserts a new job's record, not placed in any state structure yet (flow parents).
+    fn insert_new(&mut self, job: NewJob, fx: &mut Effects) -> JobKey {
+        let (key, record) = self.new_record(
+            job.name,
+            job.data,
+            &job.opts,
+            job.opts_json,
+            job.timestamp,
+            fx,
+        );
+        self.jobs.insert(key, record);
+        key
     }
 
     /// Moves due delayed jobs to the ready heap and wakes waiters. O(k log n).
@@ -428,6 +470,14 @@ impl QueueState {
 
     /// Drops a job that is already out of every state structure.
     fn forget(&mut self, key: JobKey) -> Option<Job> {
+        // A child that goes before it finished no longer holds its parent back.
+        if self
+            .jobs
+            .get(&key)
+            .is_some_and(|j| !matches!(j.state, JobState::Completed | JobState::Failed))
+        {
+            self.notify_parent(key, || crate::domain::flow::ChildEnd::Removed);
+        }
         // Removing the record deletes its row; a revival still under way for it is over.
         self.evicted.reviving.remove(&key);
         let job = self.jobs.remove(&key)?;

@@ -47,14 +47,14 @@ impl QueueState {
                 JobState::Active => self.active.len(),
                 JobState::Completed => self.completed.len() + self.evicted_count(s) as usize,
                 JobState::Failed => self.failed.len() + self.evicted_count(s) as usize,
-                JobState::WaitingChildren => 0,
+                JobState::WaitingChildren => self.waiting_children.len(),
             },
         }
     }
 
-    /// Jobs waiting to run now or later (BullMQ's `count()`). O(1).
+    /// Jobs waiting to run now or later, children's parents included (BullMQ's `count()`). O(1).
     pub fn count(&self) -> usize {
-        self.ready_len() + self.delayed.len()
+        self.ready_len() + self.delayed.len() + self.waiting_children.len()
     }
 
     /// Whether the queue is paused.
@@ -89,7 +89,7 @@ impl QueueState {
                 JobState::Active => self.active.values().copied().collect(),
                 JobState::Completed => self.completed.values().copied().collect(),
                 JobState::Failed => self.failed.values().copied().collect(),
-                JobState::WaitingChildren => Vec::new(),
+                JobState::WaitingChildren => self.waiting_children.values().copied().collect(),
             },
         }
     }

@@ -64,7 +64,10 @@ impl QueueState {
             q.state_seq = q.state_seq.max(job.state_seq);
             q.order_seq = q.order_seq.max(ord.unsigned_abs() as i64);
             match job.state {
-                JobState::Waiting | JobState::Prioritized | JobState::WaitingChildren => {
+                JobState::WaitingChildren => {
+                    q.waiting_children.insert(job.state_seq, key);
+                }
+                JobState::Waiting | JobState::Prioritized => {
                     if job.priority > 0 {
                         q.prioritized += 1;
                     }
