@@ -57,6 +57,81 @@ export interface JobsOptions {
    * while the others run. Not with `priority` (give `group.priority`).
    */
   group?: GroupOptions
+  /**
+   * Makes the job a child of an existing job (of this engine or PostgreSQL schema) that is not
+   * finished: `queue` is the parent queue's key, `prefix:name` (`queue.qualifiedName`).
+   */
+  parent?: ParentOptions
+  /** When this child fails for good, its parent fails too (reason `child <key> failed`). */
+  failParentOnFailure?: boolean
+  /** When this child fails for good, its parent goes on without it; see `getIgnoredChildrenFailures`. */
+  ignoreDependencyOnFailure?: boolean
+  /** When this child fails for good, it is no longer a dependency of its parent. */
+  removeDependencyOnFailure?: boolean
+  /** When this child fails for good, its parent runs at once; see `getFailedChildrenValues`. */
+  continueParentOnFailure?: boolean
+}
+
+export interface ParentOptions {
+  id: string
+  /** The parent queue's key, `prefix:name` (`'bull:name'` for a plain name). */
+  queue: string
+}
+
+/** A node of a flow to add: a job and its children, which may be in other queues of the same engine. */
+export interface FlowJob {
+  name: string
+  queueName: string
+  data?: any
+  prefix?: string
+  opts?: Omit<JobsOptions, 'parent' | 'deduplication'>
+  children?: FlowJob[]
+}
+
+/** A job of a flow and its children. */
+export interface JobNode {
+  job: Job
+  children?: JobNode[]
+}
+
+export interface FlowProducerOptions {
+  dataPath?: string
+  connection?: string | PostgresConnection
+  durability?: Durability
+  prefix?: string
+}
+
+/**
+ * BullMQ's FlowProducer: adds trees of jobs (children may be in other queues of the same engine),
+ * all or nothing; a parent waits in `waiting-children` until its children are done. Not on
+ * PostgreSQL yet (ERR_UNSUPPORTED_OPTION).
+ */
+export class FlowProducer extends EventEmitter {
+  constructor(opts?: FlowProducerOptions)
+  readonly opts: FlowProducerOptions
+  /** `queuesOptions` gives a queue's options (its `defaultJobOptions` apply); another engine is refused (ERR_FLOW_CROSS_ENGINE). */
+  add(flow: FlowJob, opts?: { queuesOptions?: Record<string, QueueOptions> }): Promise<JobNode>
+  addBulk(flows: FlowJob[], opts?: { queuesOptions?: Record<string, QueueOptions> }): Promise<JobNode[]>
+  /** The tree under a job, `depth` levels down (default 10), at most `maxChildren` children each. */
+  getFlow(opts: { id: string; queueName: string; prefix?: string; depth?: number; maxChildren?: number }): Promise<JobNode | undefined>
+  close(): Promise<void>
+}
+
+/** A page of one kind of dependency: `cursor` (default 0) and `count` (default 20). */
+export interface DependencyPage {
+  cursor?: number
+  count?: number
+}
+
+export interface Dependencies {
+  processed?: Record<string, any>
+  unprocessed?: string[]
+  failed?: string[]
+  ignored?: Record<string, string>
+  nextProcessedCursor?: number
+  nextUnprocessedCursor?: number
+  nextFailedCursor?: number
+  nextIgnoredCursor?: number
 }
 
 export interface GroupOptions {
@@ -244,6 +319,12 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   token: string | undefined
   /** `opts.deduplication.id`, if the job was added with one. */
   deduplicationId: string | undefined
+  /** A flow child's parent: its id and queue key. */
+  parent: { id: string; queueKey: string } | undefined
+  /** A flow child's parent key, `prefix:queue:id`. */
+  parentKey: string | undefined
+  /** The key of the job's queue, `prefix:name`. */
+  readonly queueQualifiedName: string
 
   updateProgress(progress: JobProgress): Promise<void>
   log(row: string): Promise<number>
@@ -256,6 +337,15 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   remove(): Promise<void>
   /** Removes the key of `deduplicationId` if this job holds it; resolves whether it did. */
   removeDeduplicationKey(): Promise<boolean>
+  /** The return values of the children that completed, by child key (`prefix:queue:id`). */
+  getChildrenValues<T = any>(): Promise<Record<string, T>>
+  /** Failure reasons of children that failed under failParentOnFailure or continueParentOnFailure. */
+  getFailedChildrenValues(): Promise<Record<string, string>>
+  /** Failure reasons of children that failed under ignoreDependencyOnFailure. */
+  getIgnoredChildrenFailures(): Promise<Record<string, string>>
+  /** The children by kind; with `opts`, a page of each kind asked for and its next cursor (0: no more). */
+  getDependencies(opts?: { processed?: DependencyPage; unprocessed?: DependencyPage; failed?: DependencyPage; ignored?: DependencyPage }): Promise<Dependencies>
+  getDependenciesCount(opts?: { processed?: boolean; unprocessed?: boolean; failed?: boolean; ignored?: boolean }): Promise<{ processed?: number; unprocessed?: number; failed?: number; ignored?: number }>
   isCompleted(): Promise<boolean>
   isFailed(): Promise<boolean>
   isDelayed(): Promise<boolean>
@@ -281,6 +371,8 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   constructor(name: string, opts?: QueueOptions)
   readonly name: string
   readonly opts: QueueOptions
+  /** The queue's key, `prefix:name` (what a child's `parent.queue` names). */
+  readonly qualifiedName: string
   defaultJobOptions: JobsOptions
 
   waitUntilReady(): Promise<void>
@@ -429,6 +521,8 @@ export interface QueueEventsListener {
   'retries-exhausted': (args: { jobId: string; attemptsMade: number }, id: string) => void
   removed: (args: { jobId: string; prev: string }, id: string) => void
   duplicated: (args: { jobId: string }, id: string) => void
+  /** A flow parent was added waiting for its children. */
+  'waiting-children': (args: { jobId: string }, id: string) => void
   /** An add found `jobId` holding the key of `deduplicationId` (with `replace`, `jobId` is the new job); `deduplicatedJobId` is the job not kept. */
   deduplicated: (args: { jobId: string; deduplicationId: string; deduplicatedJobId: string }, id: string) => void
   cleaned: (args: { count: number }, id: string) => void

@@ -5,6 +5,7 @@ const { Queue } = require('./lib/queue')
 const { Worker } = require('./lib/worker')
 const { QueueEvents } = require('./lib/queue-events')
 const { Job } = require('./lib/job')
+const { FlowProducer } = require('./lib/flow-producer')
 const { QueueError, UnrecoverableError, RateLimitError } = require('./lib/errors')
 
-module.exports = { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, RateLimitError }
+module.exports = { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError }

@@ -47,6 +47,11 @@ class QueueHandle extends EventEmitter {
     this._released = false
   }
 
+  /** BullMQ's key of the queue, `prefix:name` (what a child's `parent.queue` names). */
+  get qualifiedName() {
+    return this._key.includes(':') ? this._key : `${DEFAULT_PREFIX}:${this._key}`
+  }
+
   /** Throws ERR_QUEUE_CLOSED once closed (a Worker overrides: its jobs finish while it closes). */
   _ensureOpen() {
     if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', `queue "${this.name}" is closed`)

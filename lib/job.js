@@ -25,13 +25,18 @@ class Job {
     this.opts = opts
     this.id = id
     // BullMQ's field: the `deduplication` id the job was added with.
-    let dedup
+    let dedup, parent
     try {
       dedup = opts.deduplication
+      parent = opts.parent
     } catch (e) {
       throw inputError(e, 'opts')
     }
     this.deduplicationId = dedup !== null && typeof dedup === 'object' && typeof dedup.id === 'string' ? dedup.id : undefined
+    // BullMQ's fields of a flow's child: its parent's id and queue key, and the parent's key.
+    const linked = parent !== null && typeof parent === 'object' && typeof parent.queue === 'string' && parent.id != null
+    this.parent = linked ? { id: String(parent.id), queueKey: parent.queue } : undefined
+    this.parentKey = linked ? `${parent.queue}:${parent.id}` : undefined
     // Both branches set the same fields in the same order (one object shape for all jobs).
     if (r === undefined || typeof r === 'number') {
       let timestamp, delay, priority
@@ -131,6 +136,88 @@ class Job {
     }
     v.integerIn('job.opts.keepLogs', keep, 0, 2 ** 32 - 1)
     return this._change(binding.addLog, row, keep)
+  }
+
+  /** BullMQ's key of the job's queue: `prefix:name`. */
+  get queueQualifiedName() {
+    return this.queue.qualifiedName
+  }
+
+  /** The values of the children that completed, by child key (`prefix:queue:id`). */
+  async getChildrenValues() {
+    const d = await this._dependencies()
+    return d === null ? {} : d.processed
+  }
+
+  /** The failure reasons of children that failed under failParentOnFailure or continueParentOnFailure. */
+  async getFailedChildrenValues() {
+    const d = await this._dependencies()
+    return d === null ? {} : d.failed
+  }
+
+  /** The failure reasons of children that failed under ignoreDependencyOnFailure. */
+  async getIgnoredChildrenFailures() {
+    const d = await this._dependencies()
+    return d === null ? {} : d.ignored
+  }
+
+  /**
+   * The job's children by what became of them: `{ processed, unprocessed, failed, ignored }`
+   * (processed and ignored by child key; unprocessed and failed as keys). With `opts` (BullMQ's
+   * `{ processed?: { cursor?, count? }, unprocessed?: …, failed?: …, ignored?: … }`) only the
+   * kinds asked for, a page each, with `next<Kind>Cursor` (0: no more).
+   */
+  async getDependencies(opts) {
+    const d = (await this._dependencies()) ?? { processed: {}, unprocessed: [], failed: {}, ignored: {} }
+    const all = {
+      processed: Object.entries(d.processed),
+      unprocessed: d.unprocessed,
+      failed: Object.keys(d.failed),
+      ignored: Object.entries(d.ignored),
+    }
+    const shaped = (kind, items) => (kind === 'processed' || kind === 'ignored' ? Object.fromEntries(items) : items)
+    if (opts === undefined || opts === null) {
+      return Object.fromEntries(Object.entries(all).map(([k, items]) => [k, shaped(k, items)]))
+    }
+    if (!v.isRecord(opts)) throw typeError('opts', `must be an object, got ${v.describe(opts)}`)
+    const out = {}
+    for (const [kind, page] of Object.entries(opts)) {
+      if (!(kind in all)) throw typeError(`opts.${kind}`, 'is not an option; expected processed, unprocessed, failed, ignored')
+      if (page === undefined) continue
+      const { cursor = 0, count = 20 } = v.isRecord(page) ? page : {}
+      v.integerIn(`opts.${kind}.cursor`, cursor, 0, 2 ** 53)
+      v.integerIn(`opts.${kind}.count`, count, 1, 2 ** 32 - 1)
+      const items = all[kind]
+      out[kind] = shaped(kind, items.slice(cursor, cursor + count))
+      const next = cursor + count
+      out[`next${kind[0].toUpperCase()}${kind.slice(1)}Cursor`] = next < items.length ? next : 0
+    }
+    return out
+  }
+
+  /** How many children are in each kind (all kinds, or those `opts` sets true). */
+  async getDependenciesCount(opts) {
+    const d = (await this._dependencies()) ?? { processed: {}, unprocessed: [], failed: {}, ignored: {} }
+    const counts = {
+      processed: Object.keys(d.processed).length,
+      unprocessed: d.unprocessed.length,
+      failed: Object.keys(d.failed).length,
+      ignored: Object.keys(d.ignored).length,
+    }
+    if (opts === undefined || opts === null) return counts
+    if (!v.isRecord(opts)) throw typeError('opts', `must be an object, got ${v.describe(opts)}`)
+    const out = {}
+    for (const [kind, on] of Object.entries(opts)) {
+      if (!(kind in counts)) throw typeError(`opts.${kind}`, 'is not an option; expected processed, unprocessed, failed, ignored')
+      if (on) out[kind] = counts[kind]
+    }
+    return out
+  }
+
+  async _dependencies() {
+    let text = this._call(binding.getDependencies)
+    if (isPending(text)) text = await native(text)
+    return text === null ? null : JSON.parse(text)
   }
 
   /** The job's current state, or 'unknown' once it is gone. */

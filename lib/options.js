@@ -49,6 +49,10 @@ const CLASSES = {
       'workerForkOptions',
     ],
   },
+  FlowProducer: {
+    known: COMMON,
+    unsupported: REDIS_ONLY,
+  },
   QueueEvents: {
     known: [...COMMON, 'autorun', 'lastEventId'],
     unsupported: [...REDIS_ONLY, 'blockingTimeout'],

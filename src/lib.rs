@@ -15,6 +15,7 @@
 mod durability;
 mod errors;
 mod events;
+mod flows;
 mod groups;
 mod jobs;
 mod limits;

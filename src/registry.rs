@@ -321,6 +321,16 @@ pub fn with_queue<R>(h: u32, f: impl FnOnce(&dyn Backend, &QueueRef) -> R) -> Re
     }
 }
 
+/// The engine id, backend and queue of handle `h`.
+pub fn queue_of(h: u32) -> Result<(u32, Shared, QueueRef)> {
+    let r = registry().read();
+    match r.queues.get(h as usize) {
+        Some(Some((id, e, q))) if !e.is_closed() => Ok((*id, e.clone(), q.clone())),
+        Some(_) => Err(EngineError::QueueClosed(format!("(handle {h})"))),
+        None => Err(range("queue", format!("handle {h} is not an open queue"))),
+    }
+}
+
 /// The backend with id `id`.
 pub fn engine(id: u32) -> Result<Shared> {
     match registry().read().engines.get(id as usize) {

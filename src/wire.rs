@@ -193,7 +193,7 @@ fn write_event(e: &Event, out: &mut String) {
 }
 
 /// Appends `s` as a JSON string literal.
-fn push_json_str(out: &mut String, s: &str) {
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {

@@ -1,6 +1,6 @@
 // Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
 // Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
-import { Queue, Worker, QueueEvents, Job, QueueError, UnrecoverableError, RateLimitError, type JobsOptions } from '../../index.js'
+import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, type JobsOptions, type JobNode } from '../../index.js'
 
 interface Mail {
   to: string
@@ -97,6 +97,26 @@ async function main(): Promise<void> {
   await worker.close(true)
   await events.close()
   await queue.close()
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed]
+  const flow = new FlowProducer()
+  const node: JobNode = await flow.add(
+    { name: 'p', queueName: 'mail', children: [{ name: 'c', queueName: 'mail', opts: { failParentOnFailure: true } }] },
+    { queuesOptions: { mail: { defaultJobOptions: { attempts: 2 } } } },
+  )
+  const values: Record<string, number> = await node.job.getChildrenValues<number>()
+  const deps = await node.job.getDependencies({ unprocessed: { cursor: 0, count: 10 } })
+  const next: number | undefined = deps.nextUnprocessedCursor
+  const parentKey: string | undefined = node.children?.[0].job.parentKey
+  await queue.add('welcome', { to: 'x' }, { parent: { id: node.job.id, queue: queue.qualifiedName }, ignoreDependencyOnFailure: true })
+  // @ts-expect-error a parent needs its queue
+  await queue.add('welcome', { to: 'x' }, { parent: { id: '1' } })
+  const tree: JobNode | undefined = await flow.getFlow({ id: node.job.id, queueName: 'mail', depth: 2 })
+  await flow.close()
+  await queue.setGroupConcurrency('tenant', 2)
+  await queue.add('welcome', { to: 'y' }, { group: { id: 'tenant', priority: 1 } })
+  const paused: boolean = await queue.pauseGroup('tenant')
+  new Worker('mail', async () => {}, { group: { concurrency: 1, limit: { max: 5, duration: 1000 } } })
+  // @ts-expect-error a group needs its id
+  await queue.add('welcome', { to: 'y' }, { group: { priority: 1 } })
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused]
 }
 void main

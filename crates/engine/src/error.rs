@@ -77,6 +77,10 @@ pub enum EngineError {
     /// A flow job's `jobId` is taken: nothing of the flow was added.
     #[error("a job with id {id} exists in queue \"{queue}\"; nothing of the flow was added")]
     FlowJobExists { queue: String, id: String },
+    /// A flow's job on another engine than the flow's (another dataPath, memory vs a file, or
+    /// another database or schema).
+    #[error("queue \"{queue}\" is on another engine than the flow ({reason}); a flow's jobs must live in one engine")]
+    FlowCrossEngine { queue: String, reason: String },
     /// A bug: an invariant did not hold. Never expected.
     #[error("internal error: {0}")]
     Internal(String),
@@ -101,6 +105,7 @@ impl EngineError {
             EngineError::ParentNotFound { .. } => "ERR_PARENT_NOT_FOUND",
             EngineError::ParentFinished { .. } => "ERR_PARENT_FINISHED",
             EngineError::FlowJobExists { .. } => "ERR_FLOW_JOB_EXISTS",
+            EngineError::FlowCrossEngine { .. } => "ERR_FLOW_CROSS_ENGINE",
             EngineError::Internal(_) => "ERR_INTERNAL",
         }
     }
