@@ -39,7 +39,7 @@ describe('no option is silently ignored', () => {
     for (const [opts, code, pattern] of [
       [{ repeat: { every: 1000 } }, 'ERR_UNSUPPORTED_OPTION', /^repeat /],
       [{ debounce: { id: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^debounce /],
-      [{ parent: { id: '1', queue: 'q' } }, 'ERR_UNSUPPORTED_OPTION', /^parent /],
+      [{ stackTraceLimit: 5 }, 'ERR_UNSUPPORTED_OPTION', /^stackTraceLimit /],
       [{ timeout: 1000 }, 'ERR_UNSUPPORTED_OPTION', /^timeout /],
       [{ sizeLimit: 100 }, 'ERR_UNSUPPORTED_OPTION', /^sizeLimit /],
       [{ delai: 5 }, 'ERR_INVALID_OPTION', /^delai is not an option/],
