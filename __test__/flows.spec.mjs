@@ -1,6 +1,7 @@
 // Flows (BullMQ's FlowProducer and `parent`): parents wait in waiting-children until their
 // children are done, see their values, and follow each child failure rule; flows are all or
-// nothing and live in one engine. On PostgreSQL flows are refused for now.
+// nothing and live in one engine (one SQLite file, memory, or one PostgreSQL schema). Runs on
+// every backend.
 import { describe, it, expect, afterEach, beforeAll, afterAll } from 'vitest'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,14 +10,14 @@ import { Queue, Worker, QueueEvents, FlowProducer } from '../index.mjs'
 import { uniqueName, waitFor, rejection, openTracker, itExcept } from './helpers.mjs'
 
 const { track, mkQueue, mkWorker } = openTracker('flow', { Queue, Worker, QueueEvents }, afterEach)
-const embedded = itExcept('postgres', 'flows are refused on PostgreSQL for now (tested below)')
+const durableOnly = itExcept('postgres', 'a SQLite file is the embedded engine; PostgreSQL keeps flows in its tables')
 
 function producer(opts) {
   return track(new FlowProducer(opts))
 }
 
 describe('flows', () => {
-  embedded('a three-level flow completes children first and each parent sees its children', async () => {
+  it('a three-level flow completes children first and each parent sees its children', async () => {
     const [top, mid, leaf] = [uniqueName('top'), uniqueName('mid'), uniqueName('leaf')]
     const flow = producer()
     const tree = await flow.add({
@@ -72,7 +73,7 @@ describe('flows', () => {
     expect(shallow.children[0].children).toBeUndefined()
   })
 
-  embedded('getDependencies pages by kind with cursors', async () => {
+  it('getDependencies pages by kind with cursors', async () => {
     const q = uniqueName('deps')
     const flow = producer()
     const tree = await flow.add({
@@ -115,14 +116,14 @@ async function failingFlow(rule) {
 }
 
 describe('child failure options', () => {
-  embedded('without one, the parent keeps waiting for the failed child', async () => {
+  it('without one, the parent keeps waiting for the failed child', async () => {
     const { parent } = await failingFlow(undefined)
     await new Promise((r) => setTimeout(r, 50))
     expect(await parent.getState()).toBe('waiting-children')
     expect((await parent.getDependenciesCount()).unprocessed).toBe(2)
   })
 
-  embedded('failParentOnFailure fails the parent', async () => {
+  it('failParentOnFailure fails the parent', async () => {
     const { parent, pq, cq, bad } = await failingFlow('failParentOnFailure')
     await waitFor(async () => (await parent.getState()) === 'failed')
     const again = await mkQueue(undefined, pq).getJob(parent.id)
@@ -130,7 +131,7 @@ describe('child failure options', () => {
     expect(await parent.getFailedChildrenValues()).toEqual({ [`bull:${cq}:${bad.id}`]: 'child broke' })
   })
 
-  embedded('ignoreDependencyOnFailure lets the parent run once the others are done', async () => {
+  it('ignoreDependencyOnFailure lets the parent run once the others are done', async () => {
     const { parent, cq, bad, tree } = await failingFlow('ignoreDependencyOnFailure')
     expect(await parent.getIgnoredChildrenFailures()).toEqual({ [`bull:${cq}:${bad.id}`]: 'child broke' })
     expect(await parent.getState()).toBe('waiting-children')
@@ -138,13 +139,13 @@ describe('child failure options', () => {
     await waitFor(async () => (await parent.getState()) === 'waiting')
   })
 
-  embedded('removeDependencyOnFailure drops the dependency', async () => {
+  it('removeDependencyOnFailure drops the dependency', async () => {
     const { parent } = await failingFlow('removeDependencyOnFailure')
     await waitFor(async () => (await parent.getDependenciesCount()).unprocessed === 1)
     expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, failed: 0, ignored: 0 })
   })
 
-  embedded('continueParentOnFailure starts the parent at once', async () => {
+  it('continueParentOnFailure starts the parent at once', async () => {
     const { parent, cq, bad } = await failingFlow('continueParentOnFailure')
     await waitFor(async () => (await parent.getState()) === 'waiting')
     expect(await parent.getFailedChildrenValues()).toEqual({ [`bull:${cq}:${bad.id}`]: 'child broke' })
@@ -153,7 +154,7 @@ describe('child failure options', () => {
 })
 
 describe('parent option and refusals', () => {
-  embedded('a job added with parent holds its parent back; a missing or finished parent is refused', async () => {
+  it('a job added with parent holds its parent back; a missing or finished parent is refused', async () => {
     const pq = mkQueue()
     const cq = mkQueue()
     const flow = producer()
@@ -174,7 +175,7 @@ describe('parent option and refusals', () => {
     expect(await cq.count()).toBe(2)
   })
 
-  embedded('bad flow options are refused with errors that name them, and nothing is added', async () => {
+  it('bad flow options are refused with errors that name them, and nothing is added', async () => {
     const q = mkQueue()
     const flow = producer()
     const cases = [
@@ -203,7 +204,7 @@ describe('parent option and refusals', () => {
     })
     afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-    embedded('a flow whose queue lives on another engine is refused', async () => {
+    it('a flow whose queue lives on another engine is refused', async () => {
       const flow = producer()
       const child = uniqueName('file')
       const e = await rejection(
@@ -221,7 +222,7 @@ describe('parent option and refusals', () => {
       expect(miss.code).toBe('ERR_PARENT_NOT_FOUND')
     })
 
-    embedded('a flow survives a restart of its file', async () => {
+    durableOnly('a flow survives a restart of its file', async () => {
       const dataPath = join(dir, 'flow.db')
       const [pq, cq] = [uniqueName('p'), uniqueName('c')]
       const flow = new FlowProducer({ dataPath })
@@ -234,15 +235,5 @@ describe('parent option and refusals', () => {
       const p = await parents.getJob(tree.job.id)
       expect(await p.getChildrenValues()).toEqual({ [`bull:${cq}:${tree.children[0].job.id}`]: 'child value' })
     })
-  })
-
-  itExcept('embedded', 'the embedded engine runs flows (tested above)')('PostgreSQL refuses flows for now, clearly', async () => {
-    const q = mkQueue()
-    const flow = producer()
-    const e = await rejection(flow.add({ name: 'p', queueName: q.name, children: [{ name: 'c', queueName: q.name }] }))
-    expect(e.code).toBe('ERR_UNSUPPORTED_OPTION')
-    const p = await q.add('p', {})
-    const c = await rejection(q.add('c', {}, { parent: { id: p.id, queue: q.qualifiedName } }))
-    expect(c.code).toBe('ERR_UNSUPPORTED_OPTION')
   })
 })

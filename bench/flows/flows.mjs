@@ -2,7 +2,8 @@
 // added with FlowProducer.addBulk in batches of 100 flows, then processed by two Workers
 // (children, parents; concurrency 50 each) until every parent completed, each parent reading
 // its children's values. Embedded by default (in memory; `--file` on a SQLite file in the
-// temporary folder).
+// temporary folder); on PostgreSQL with FERROQUEUE_TEST_POSTGRES_URL set (scripts/postgres.sh
+// start prints it), schema `bench`.
 //
 //   node bench/flows/flows.mjs [n] [--file]
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -13,7 +14,12 @@ import { FlowProducer, Worker } from '../../index.mjs'
 const n = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 10_000)
 const file = process.argv.includes('--file')
 const dir = file ? mkdtempSync(join(tmpdir(), 'ferroqueue-flows-bench-')) : null
-const opts = file ? { dataPath: join(dir, 'flows.db') } : {}
+const url = process.env.FERROQUEUE_TEST_POSTGRES_URL
+const opts = url
+  ? { connection: { connectionString: url, schema: 'bench' } }
+  : file
+    ? { dataPath: join(dir, 'flows.db') }
+    : {}
 const [parents, children] = [`parents-${Date.now()}`, `children-${Date.now()}`]
 
 const producer = new FlowProducer(opts)
@@ -49,7 +55,7 @@ const took = performance.now() - t1
 await Promise.all([childWorker.close(), parentWorker.close(), producer.close()])
 if (dir) rmSync(dir, { recursive: true, force: true })
 const rate = (count, ms) => Math.round(count / (ms / 1000)).toLocaleString('en')
-console.log(`${file ? 'SQLite file' : 'memory'}: ${n.toLocaleString('en')} flows of 1 parent + 3 children`)
+console.log(`${url ? 'PostgreSQL' : file ? 'SQLite file' : 'memory'}: ${n.toLocaleString('en')} flows of 1 parent + 3 children`)
 console.log(`| add (flows/s) | add (jobs/s) | process (flows/s) | process (jobs/s) |`)
 console.log(`| ---: | ---: | ---: | ---: |`)
 console.log(`| ${rate(n, added)} | ${rate(4 * n, added)} | ${rate(n, took)} | ${rate(4 * n, took)} |`)

@@ -12,6 +12,7 @@ pub mod backend;
 pub mod connect;
 pub mod dedup;
 pub mod events;
+pub mod flows;
 pub mod groups;
 pub mod jobs;
 pub mod leases;

@@ -41,6 +41,7 @@ pub fn state_of(n: i16) -> JobState {
         2 => JobState::Delayed,
         3 => JobState::Active,
         4 => JobState::Completed,
+        6 => JobState::WaitingChildren,
         _ => JobState::Failed,
     }
 }

@@ -27,7 +27,8 @@
 //! version 7 the deduplication keys (`dedup`); version 8 job groups (`groups.rs`): each job's
 //! `group_id` ('' for none), the ready index split into ungrouped jobs `(queue, priority, ord)`
 //! and grouped ones `(queue, group_id, priority, ord)`, an index of grouped jobs by group and
-//! state, the queue's `grouped` flag and the `groups` table (settings and turn of each group).
+//! state, the queue's `grouped` flag and the `groups` table (settings and turn of each group);
+//! version 9 flows (`flows.rs`): `deps`, a parent's dependencies (a parent waits in state 6).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -36,7 +37,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 8;
+pub const VERSION: i32 = 9;
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -204,6 +205,20 @@ CREATE TABLE {s}.groups (
     PRIMARY KEY (queue, id)
 );
 CREATE INDEX groups_turn ON {s}.groups (queue, served);
+"#,
+    // Flows (`flows.rs`): one row per dependency of a parent, in the order added.
+    r#"
+CREATE TABLE {s}.deps (
+    queue text NOT NULL,
+    parent_id text NOT NULL,
+    child_queue text NOT NULL,
+    child_id text NOT NULL,
+    seq bigserial,
+    state smallint NOT NULL DEFAULT 0,
+    value text,
+    PRIMARY KEY (queue, parent_id, child_queue, child_id)
+);
+CREATE INDEX deps_order ON {s}.deps (queue, parent_id, seq);
 "#,
 ];
 

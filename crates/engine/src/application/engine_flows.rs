@@ -24,6 +24,7 @@ use crate::structures::fnv1a;
 
 /// One job of a flow. Nodes come parent first: a node's `parent` is the index of an earlier
 /// node; a node with `children > 0` waits for them (`waiting-children`).
+#[derive(Clone)]
 pub struct FlowNode {
     pub queue: QueueRef,
     pub job: NewJob,

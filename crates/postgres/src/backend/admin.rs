@@ -186,7 +186,7 @@ async fn obliterate_once(
             return Ok(Some(active));
         }
     }
-    for table in ["jobs", "finished", "job_ids", "dedup", "groups"] {
+    for table in ["jobs", "finished", "job_ids", "dedup", "groups", "deps"] {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
             &[&queue],
@@ -210,11 +210,11 @@ pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
             SELECT 1 FROM {sch}.jobs WHERE queue = $1 AND key = (SELECT key FROM k) AND state = 3
         ), hot AS (
             DELETE FROM {sch}.jobs WHERE queue = $1 AND key = (SELECT key FROM k) AND state <> 3
-            RETURNING custom_id, state
+            RETURNING custom_id, state, opts
         ), done AS (
             DELETE FROM {sch}.finished WHERE queue = $1 AND key = (SELECT key FROM k)
             RETURNING custom_id, state
-        ), gone AS (SELECT * FROM hot UNION ALL SELECT * FROM done),
+        ), gone AS (SELECT custom_id, state FROM hot UNION ALL SELECT * FROM done),
         ids AS (
             DELETE FROM {sch}.job_ids i USING gone
             WHERE i.queue = $1 AND i.custom_id = gone.custom_id
@@ -223,7 +223,8 @@ pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
             SELECT $1, 'removed', json_agg(json_build_object('id', $4::text, 'prev', state))::text
             FROM gone HAVING count(*) > 0
         )
-        SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM locked)",
+        SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM locked),
+               (SELECT opts FROM hot)",
         k = key_cte(sch),
     );
     let (auto, custom) = id_params(id);
@@ -237,11 +238,20 @@ pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
             &[&queue, &auto, &custom, &shown],
         )
         .await?;
-    let (gone, locked) = rows
-        .first()
-        .map_or((0, 0), |r| (r.get::<_, i64>(0), r.get::<_, i64>(1)));
+    let (gone, locked, opts) = rows.first().map_or((0, 0, None), |r| {
+        (
+            r.get::<_, i64>(0),
+            r.get::<_, i64>(1),
+            r.get::<_, Option<String>>(2),
+        )
+    });
     if locked > 0 {
         return Err(EngineError::JobLocked(id.to_string()));
+    }
+    // A flow child removed before it finished no longer holds its parent back (a transaction
+    // of its own, after the removal).
+    if opts.as_deref().is_some_and(|o| o.contains("\"parent\"")) {
+        super::flows::removed(s, queue, id, opts.as_deref()).await?;
     }
     Ok(gone > 0)
 }

@@ -16,6 +16,7 @@
 mod admin;
 mod coalesce;
 mod feed;
+mod flows;
 mod read;
 mod shared;
 mod upkeep;
@@ -173,21 +174,10 @@ impl Drop for PgBackend {
     }
 }
 
-/// Flows are not built on PostgreSQL yet: a job with a parent, or a child failure rule, is
-/// refused rather than added as a plain job.
-fn no_flows(jobs: &[NewJob]) -> Option<EngineError> {
-    jobs.iter()
-        .find(|j| j.opts.parent.is_some() || j.opts.on_child_failure != OnChildFailure::Wait)
-        .map(|_| flows_refused("parent"))
-}
-
-fn flows_refused(what: &str) -> EngineError {
-    EngineError::Unsupported {
-        option: what.into(),
-        reason: "(flows) is not supported on the PostgreSQL backend yet; it works on the \
-                 embedded engine (memory or dataPath)"
-            .into(),
-    }
+/// Whether a job to add names a parent, or a child failure rule (which needs one): it is added
+/// with its parent's dependency, in one transaction (`flows.rs`).
+fn linked(job: &NewJob) -> bool {
+    job.opts.parent.is_some() || job.opts.on_child_failure != OnChildFailure::Wait
 }
 
 impl Backend for PgBackend {
@@ -196,14 +186,16 @@ impl Backend for PgBackend {
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
-        if let Some(e) = no_flows(std::slice::from_ref(&job)) {
-            return Reply::Now(Err(e));
-        }
         let one = |mut added: Vec<Added>| {
             added
                 .pop()
                 .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
         };
+        if linked(&job) {
+            let q = q.name_arc().clone();
+            return self
+                .run(move |s| async move { one(flows::add_linked(&s, &q, vec![job]).await?) });
+        }
         if job.opts.deduplication.is_some() {
             let q = q.name_arc().clone();
             let add = move |s: Arc<Shared>| async move {
@@ -218,8 +210,9 @@ impl Backend for PgBackend {
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        if let Some(e) = no_flows(&jobs) {
-            return Reply::Now(Err(e));
+        if jobs.iter().any(linked) {
+            let q = q.name_arc().clone();
+            return self.run(move |s| async move { flows::add_linked(&s, &q, jobs).await });
         }
         if jobs.iter().any(|j| j.opts.deduplication.is_some()) {
             let q = q.name_arc().clone();
@@ -228,13 +221,16 @@ impl Backend for PgBackend {
         self.coalesced(q, jobs)
     }
 
-    fn add_flow(&self, _nodes: Vec<FlowNode>) -> Reply<Vec<String>> {
-        Reply::Now(Err(flows_refused("FlowProducer")))
+    fn add_flow(&self, nodes: Vec<FlowNode>) -> Reply<Vec<String>> {
+        self.run(move |s| async move { flows::add_flow(&s, nodes).await })
     }
 
-    fn dependencies(&self, _q: &QueueRef, _id: &str) -> Reply<Option<Deps>> {
-        // No job has children here: flows are refused.
-        Reply::Now(Ok(None))
+    fn dependencies(&self, q: &QueueRef, id: &str) -> Reply<Option<Deps>> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move {
+            let c = s.pool.get().await?;
+            crate::flows::dependencies(&c, s.target(), &q, &id).await
+        })
     }
 
     fn take(&self, q: &QueueRef, max: usize, worker: WorkerLimits) -> Reply<String> {

@@ -28,6 +28,8 @@ pub(super) struct Held {
     pub(super) key: i64,
     pub(super) attempts_made: u32,
     pub(super) policy: Option<JobPolicy>,
+    /// A flow child's parent and its own id (its ack tells the parent, `flows.rs`).
+    pub(super) link: Option<super::flows::Link>,
 }
 
 /// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when

@@ -22,7 +22,7 @@ use crate::record::state_number;
 /// A job to add as a row: a delay counts from the job's timestamp, as in the embedded engine
 /// and BullMQ: the producer's clock says how much of it has passed, the database's clock when
 /// it ends.
-fn row_of(j: NewJob, now: i64) -> NewRow {
+pub(super) fn row_of(j: NewJob, now: i64) -> NewRow {
     let due = (j.timestamp as i128 + j.opts.delay as i128 - now as i128)
         .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     NewRow {
@@ -162,6 +162,10 @@ async fn take_or_retry(
                     key: j.key,
                     attempts_made: j.job.attempts_made,
                     policy: j.job.policy().cloned(),
+                    link: j
+                        .job
+                        .parent()
+                        .map(|p| (p.clone(), j.job.id_string().into())),
                 },
             );
             push_record(&*s.wire, &j.job, true, &mut out);
@@ -237,6 +241,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let mut failed: Vec<(usize, Failure, u64)> = Vec::new();
     let mut given: Vec<(usize, (i64, i64, bool))> = Vec::new();
     let mut bounds: Vec<(JobState, KeepJobs)> = Vec::new();
+    let mut links: HashMap<i64, super::flows::Link> = HashMap::new();
     {
         let held = s.held.lock();
         for (i, a) in acks.into_iter().enumerate() {
@@ -244,6 +249,9 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
             let Some(h) = held.get(&token).filter(|h| &h.queue == queue) else {
                 continue;
             };
+            if let Some(l) = &h.link {
+                links.insert(h.key, l.clone());
+            }
             let policy = h.policy.as_ref();
             match a.outcome {
                 Outcome::Completed(rv) => {
@@ -303,6 +311,12 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let failures: Vec<Failure> = failed.iter().map(|f| f.1.clone()).collect();
     let releases: Vec<(i64, i64, bool)> = given.iter().map(|g| g.1).collect();
     let written = async {
+        if !links.is_empty() {
+            // Flow children: their parents hear in the same transaction.
+            let l = &links;
+            return super::flows::ack_children(s, queue, &completions, &failures, &releases, l)
+                .await;
+        }
         let c = s.pool.get().await?;
         // One round trip for all three: tokio-postgres pipelines them on the connection.
         let (completed, fails, released) = tokio::join!(
