@@ -175,6 +175,19 @@ describe('parent option and refusals', () => {
     expect(await cq.count()).toBe(2)
   })
 
+  it('children drained or obliterated before they finished no longer hold their parents', async () => {
+    const [pq, cq] = [uniqueName('p'), uniqueName('c')]
+    const flow = producer()
+    const a = await flow.add({ name: 'p', queueName: pq, children: [{ name: 'c', queueName: cq }] })
+    const b = await flow.add({ name: 'p', queueName: pq, children: [{ name: 'c', queueName: cq, opts: { delay: 60_000 } }] })
+    const children = mkQueue(undefined, cq)
+    await children.drain()
+    await waitFor(async () => (await a.job.getState()) === 'waiting')
+    expect(await b.job.getState()).toBe('waiting-children')
+    await children.obliterate({ force: true })
+    await waitFor(async () => (await b.job.getState()) === 'waiting')
+  })
+
   it('bad flow options are refused with errors that name them, and nothing is added', async () => {
     const q = mkQueue()
     const flow = producer()

@@ -30,6 +30,9 @@ pub struct Stalled {
     pub key: i64,
     /// `false`: back to waiting; `true`: failed, stalled more than allowed.
     pub failed: bool,
+    /// A failed job's id and options (its parent, if it is a flow's child, hears).
+    pub id: Option<String>,
+    pub opts: Option<String>,
 }
 
 /// The lease statements, prepared on one connection.
@@ -77,7 +80,7 @@ impl LeaseStatements {
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                        stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs
                 FROM failed
-                RETURNING queue, key
+                RETURNING queue, key, COALESCE(custom_id, key::text) AS id, opts
             ), back AS (
                 SELECT row, queue, key,
                        row_number() OVER (PARTITION BY queue ORDER BY lease_until DESC, key DESC)
@@ -99,9 +102,9 @@ impl LeaseStatements {
                   AND j.queue = back.queue AND j.key = back.key
                 RETURNING j.queue, j.key
             )
-            SELECT queue, key, false FROM waiting
+            SELECT queue, key, false, NULL::text, NULL::text FROM waiting
             UNION ALL
-            SELECT queue, key, true FROM moved"
+            SELECT queue, key, true, id, opts FROM moved"
         ))
         .await?;
         Ok(LeaseStatements { renew, sweep })
@@ -150,6 +153,8 @@ impl LeaseStatements {
                 queue: r.get(0),
                 key: r.get(1),
                 failed: r.get(2),
+                id: r.get(3),
+                opts: r.get(4),
             })
             .collect())
     }

@@ -58,6 +58,8 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
         queue: "q".into(),
         key: a.key,
         failed: false,
+        id: None,
+        opts: None,
     };
     assert_eq!(swept, vec![stalled]);
     assert!(ls.sweep(&c, &t, 100, 1).await.expect("again").is_empty());

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use ferroqueue_engine::backend::JobChange;
+use ferroqueue_engine::domain::flow::ChildEnd;
 use ferroqueue_engine::domain::job::JobState;
 use ferroqueue_engine::domain::limits::LimitChange;
 use ferroqueue_engine::domain::listing::StateFilter;
@@ -53,12 +54,15 @@ pub(super) async fn drain(s: &Shared, queue: &str, delayed: bool) -> Result<usiz
     let sql = format!(
         "WITH gone AS (
             DELETE FROM {sch}.jobs WHERE queue = $1 AND (state IN (0, 1) OR ($2 AND state = 2))
-            RETURNING custom_id
+            RETURNING custom_id, {id} AS id, opts
         ), ids AS (
             DELETE FROM {sch}.job_ids i USING gone
             WHERE i.queue = $1 AND i.custom_id = gone.custom_id
         )
-        SELECT count(*) FROM gone"
+        SELECT count(*), array_agg(id) FILTER (WHERE opts LIKE '%\"parent\"%'),
+               array_agg(opts) FILTER (WHERE opts LIKE '%\"parent\"%')
+        FROM gone",
+        id = id_expr("")
     );
     let c = s.pool.get().await?;
     let rows = c
@@ -69,9 +73,20 @@ pub(super) async fn drain(s: &Shared, queue: &str, delayed: bool) -> Result<usiz
             &[&queue, &delayed],
         )
         .await?;
-    Ok(rows
-        .first()
-        .map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
+    let Some(r) = rows.first() else {
+        return Ok(0);
+    };
+    // Flow children drained before they finished no longer hold their parents back.
+    let ids: Option<Vec<String>> = r.get(1);
+    let opts: Option<Vec<Option<String>>> = r.get(2);
+    let gone: Vec<(String, Option<String>)> = ids
+        .unwrap_or_default()
+        .into_iter()
+        .zip(opts.unwrap_or_default())
+        .collect();
+    drop(c);
+    super::flows::ended(s, queue, &gone, ChildEnd::Removed).await?;
+    Ok(r.get::<_, i64>(0).max(0) as usize)
 }
 
 /// Removes jobs of `state` older than `grace` ms (finished time for completed and failed,
@@ -102,7 +117,7 @@ pub(super) async fn clean(
             LIMIT $4
         ), gone AS (
             DELETE FROM {sch}.{table} t WHERE t.ctid = ANY(ARRAY(SELECT row FROM doomed))
-            RETURNING t.custom_id, {id} AS id, t.{time} AS at
+            RETURNING t.custom_id, {id} AS id, t.{time} AS at, t.opts
         ), ids AS (
             DELETE FROM {sch}.job_ids i USING gone
             WHERE i.queue = $1 AND i.custom_id = gone.custom_id
@@ -111,7 +126,7 @@ pub(super) async fn clean(
             SELECT $1, 'cleaned', json_build_array(count(*))::text FROM gone
             HAVING count(*) > 0
         )
-        SELECT id FROM gone ORDER BY at"
+        SELECT id, opts FROM gone ORDER BY at"
     );
     let grace = grace.min(i64::MAX as u64) as i64;
     let limit: Option<i64> = (limit > 0).then_some(limit.min(i64::MAX as usize) as i64);
@@ -124,7 +139,18 @@ pub(super) async fn clean(
             &[&queue, &state_number(st), &grace, &limit],
         )
         .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    drop(c);
+    let gone: Vec<(String, Option<String>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    // Flow children cleaned before they finished no longer hold their parents back.
+    if table == "jobs" {
+        let children: Vec<_> = gone
+            .iter()
+            .filter(|(_, o)| super::flows::may_have_parent(o.as_deref()))
+            .cloned()
+            .collect();
+        super::flows::ended(s, queue, &children, ChildEnd::Removed).await?;
+    }
+    Ok(gone.into_iter().map(|(id, _)| id).collect())
 }
 
 /// Removes everything of the queue, its ids and paused flag; refused while jobs are active
@@ -147,8 +173,11 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
     let mut tries = 0;
     loop {
         match obliterate_once(&mut own, t.schema(), queue, force).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(active)) => {
+            Ok(Ok(children)) => {
+                // Flow children obliterated before they finished no longer hold their parents.
+                return super::flows::ended(s, queue, &children, ChildEnd::Removed).await;
+            }
+            Ok(Err(active)) => {
                 return Err(EngineError::QueueActive {
                     queue: queue.to_string(),
                     active: active as usize,
@@ -162,13 +191,14 @@ pub(super) async fn obliterate(s: &Shared, queue: &str, force: bool) -> Result<(
     }
 }
 
-/// One try of [`obliterate`]: `Some(n)` when `n` jobs are active and not `force` (nothing done).
+/// One try of [`obliterate`]: the flow children it removed (id, options), or `Err(n)` when `n`
+/// jobs are active and not `force` (nothing done).
 async fn obliterate_once(
     own: &mut tokio_postgres::Client,
     sch: &str,
     queue: &str,
     force: bool,
-) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
+) -> std::result::Result<Gone, tokio_postgres::Error> {
     let tx = own.transaction().await?;
     tx.execute(
         &format!(
@@ -183,9 +213,21 @@ async fn obliterate_once(
         let active: i64 = tx.query_one(&sql, &[&queue]).await?.get(0);
         if active > 0 {
             // Dropping the transaction rolls it back.
-            return Ok(Some(active));
+            return Ok(Err(active));
         }
     }
+    let id = id_expr("");
+    let children: Vec<(String, Option<String>)> = tx
+        .query(
+            &format!(
+                "SELECT {id}, opts FROM {sch}.jobs WHERE queue = $1 AND opts LIKE '%\"parent\"%'"
+            ),
+            &[&queue],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
     for table in ["jobs", "finished", "job_ids", "dedup", "groups", "deps"] {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
@@ -199,8 +241,12 @@ async fn obliterate_once(
     )
     .await?;
     tx.commit().await?;
-    Ok(None)
+    Ok(Ok(children))
 }
+
+/// What a try of [`obliterate`] did: the flow children it removed, or the active jobs that
+/// stopped it.
+type Gone = std::result::Result<Vec<(String, Option<String>)>, i64>;
 
 /// Removes a job unless it is active; answers whether it existed.
 pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
@@ -250,8 +296,9 @@ pub(super) async fn remove(s: &Shared, queue: &str, id: &str) -> Result<bool> {
     }
     // A flow child removed before it finished no longer holds its parent back (a transaction
     // of its own, after the removal).
-    if opts.as_deref().is_some_and(|o| o.contains("\"parent\"")) {
-        super::flows::removed(s, queue, id, opts.as_deref()).await?;
+    if super::flows::may_have_parent(opts.as_deref()) {
+        let gone = [(id.to_string(), opts)];
+        super::flows::ended(s, queue, &gone, ChildEnd::Removed).await?;
     }
     Ok(gone > 0)
 }

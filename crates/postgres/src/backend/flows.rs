@@ -295,10 +295,26 @@ async fn finish_children(
     }
 }
 
-/// A job removed before it finished no longer holds its parent back (`opts`: its options).
-pub(super) async fn removed(s: &Shared, queue: &str, id: &str, opts: Option<&str>) -> Result<()> {
-    let Some(n) = flows::notice_of(queue, id, opts, ChildEnd::Removed) else {
+/// Jobs of `queue` that ended outside an ack (removed, drained, cleaned, obliterated before they
+/// finished, or failed by the stall sweep): their parents hear, in a transaction of its own.
+/// `jobs`: each one's id and options text; those without a parent are skipped.
+pub(super) async fn ended(
+    s: &Shared,
+    queue: &str,
+    jobs: &[(String, Option<String>)],
+    end: ChildEnd,
+) -> Result<()> {
+    let notices: Vec<Notice> = jobs
+        .iter()
+        .filter_map(|(id, opts)| flows::notice_of(queue, id, opts.as_deref(), end.clone()))
+        .collect();
+    if notices.is_empty() {
         return Ok(());
-    };
-    transaction!(s, |c, t| flows::resolve(c, t, vec![n.clone()]))
+    }
+    transaction!(s, |c, t| flows::resolve(c, t, notices.clone()))
+}
+
+/// Whether a job's options text may name a parent (a cheap filter before parsing).
+pub(super) fn may_have_parent(opts: Option<&str>) -> bool {
+    opts.is_some_and(|o| o.contains("\"parent\""))
 }

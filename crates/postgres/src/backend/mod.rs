@@ -490,7 +490,9 @@ impl Backend for PgBackend {
                 c.notify.notify_waiters();
             }
             shared.feed.notify_waiters();
+            // A permit too: the elected process may be between waits, and must stop now.
             shared.upkeep.notify_waiters();
+            shared.upkeep.notify_one();
             let s = shared.clone();
             // Connections close when dropped; the runtime itself stops when the backend is
             // dropped.

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroqueue_engine::domain::flow::{ChildEnd, OnChildFailure};
 use ferroqueue_engine::structures::fnv1a;
 
 use super::Shared;
@@ -59,7 +60,9 @@ async fn lead(s: &Shared) -> Result<(), ()> {
         if row.get::<_, bool>(0) {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Often: a process whose elected one just closed (a test's backend after the last
+        // one's) takes over within a tenth of a second, not a second (delayed jobs wait for it).
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let next_due = format!(
         "SELECT {} FROM {}.jobs WHERE state = 2",
@@ -84,10 +87,20 @@ async fn lead(s: &Shared) -> Result<(), ()> {
         }
         if last_sweep.elapsed() >= SWEEP_EVERY {
             last_sweep = tokio::time::Instant::now();
-            c.leases
+            let swept = c
+                .leases
                 .sweep(&c.client, t, BATCH, MAX_STALLED)
                 .await
                 .map_err(|_| ())?;
+            // Flow children failed for stalling too often: their parents hear.
+            for st in swept.into_iter().filter(|st| st.failed) {
+                if super::flows::may_have_parent(st.opts.as_deref()) {
+                    let gone = [(st.id.unwrap_or_default(), st.opts)];
+                    let reason = crate::leases::STALLED_TOO_OFTEN.into();
+                    let end = ChildEnd::Failed(reason, OnChildFailure::Wait);
+                    let _ = super::flows::ended(s, &st.queue, &gone, end).await;
+                }
+            }
             c.events
                 .trim(&c.client, t, EVENTS_KEPT_MS)
                 .await
