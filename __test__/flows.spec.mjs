@@ -38,6 +38,10 @@ describe('flows', () => {
     })
     expect(tree.job.name).toBe('top')
     expect(await tree.job.getState()).toBe('waiting-children')
+    const topQueue = mkQueue(undefined, top)
+    expect(await topQueue.count()).toBe(1)
+    expect(await topQueue.getJobCounts('waiting-children')).toEqual({ 'waiting-children': 1 })
+    expect((await topQueue.getJobs(['waiting-children'])).map((j) => j.id)).toEqual([tree.job.id])
     const midJob = tree.children[0].job
     expect(midJob.parent).toEqual({ id: tree.job.id, queueKey: `bull:${top}` })
     expect(midJob.parentKey).toBe(`bull:${top}:${tree.job.id}`)

@@ -300,8 +300,14 @@ impl Backend for PgBackend {
     fn count(&self, q: &QueueRef) -> Reply<usize> {
         let q = q.name_arc().clone();
         self.run(move |s| async move {
-            let states = [JobState::Waiting, JobState::Prioritized, JobState::Delayed]
-                .map(StateFilter::State);
+            // BullMQ's count: flow parents waiting for their children count too.
+            let states = [
+                JobState::Waiting,
+                JobState::Prioritized,
+                JobState::Delayed,
+                JobState::WaitingChildren,
+            ]
+            .map(StateFilter::State);
             Ok(read::counts(&s, &q, &states).await?.iter().sum())
         })
     }

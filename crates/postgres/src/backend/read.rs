@@ -84,7 +84,7 @@ fn list_of(state: JobState) -> Option<(&'static str, &'static str)> {
         JobState::Delayed => ("jobs", "run_at, key"),
         JobState::Active => ("jobs", "processed_on, key"),
         JobState::Completed | JobState::Failed => ("finished", "seq"),
-        JobState::WaitingChildren => return None,
+        JobState::WaitingChildren => ("jobs", "key"),
     })
 }
 
