@@ -206,6 +206,10 @@ describe('parent option and refusals', () => {
       const e = await rejection(flow.add(tree))
       expect(e.message, JSON.stringify(tree)).toMatch(message)
     }
+    const closed = new FlowProducer()
+    await closed.close()
+    const late = await rejection(closed.add({ name: 'p', queueName: q.name }))
+    expect(late.code).toBe('ERR_QUEUE_CLOSED')
     await q.add('x', {}, { jobId: 'taken' })
     const e = await rejection(flow.add({ name: 'p', queueName: q.name, children: [{ name: 'c', queueName: q.name, opts: { jobId: 'taken' } }] }))
     expect(e.code).toBe('ERR_FLOW_JOB_EXISTS')

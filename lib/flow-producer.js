@@ -6,7 +6,7 @@
 
 const { EventEmitter } = require('node:events')
 const { binding, acquireEngine, releaseEngine, fromBinding, isPending, native } = require('./native')
-const { typeError, inputError } = require('./errors')
+const { QueueError, typeError, inputError } = require('./errors')
 const { checkClassOptions } = require('./options')
 const { Queue } = require('./queue')
 const v = require('./validate')
@@ -125,7 +125,7 @@ class FlowProducer extends EventEmitter {
   }
 
   _ensureOpen() {
-    if (this._closed) throw Object.assign(new Error('the FlowProducer is closed'), { code: 'ERR_QUEUE_CLOSED' })
+    if (this._closed) throw new QueueError('ERR_QUEUE_CLOSED', 'the FlowProducer is closed')
   }
 
   /** The producer's Queue for `name` under `prefix`, opened once. */
