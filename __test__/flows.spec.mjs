@@ -206,6 +206,17 @@ describe('parent option and refusals', () => {
       const e = await rejection(flow.add(tree))
       expect(e.message, JSON.stringify(tree)).toMatch(message)
     }
+    // queuesOptions apply when the producer opens the queue; others later are refused.
+    const fresh = producer()
+    const withDefaults = { queuesOptions: { [q.name]: { defaultJobOptions: { attempts: 3 } } } }
+    const made = await fresh.add({ name: 'p', queueName: q.name }, withDefaults)
+    expect(made.job.opts.attempts).toBe(3)
+    const again = await fresh.add({ name: 'p', queueName: q.name }, withDefaults)
+    const other = await rejection(fresh.add({ name: 'p', queueName: q.name }, { queuesOptions: { [q.name]: {} } }))
+    expect(other.message).toMatch(/queuesOptions/)
+    expect(await rejection(flow.add({ name: 'p', queueName: q.name }, withDefaults))).toBeInstanceOf(TypeError)
+    await made.job.remove()
+    await again.job.remove()
     const closed = new FlowProducer()
     await closed.close()
     const late = await rejection(closed.add({ name: 'p', queueName: q.name }))

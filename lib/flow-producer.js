@@ -132,13 +132,20 @@ class FlowProducer extends EventEmitter {
   _queue(name, prefix, queuesOptions) {
     v.queueName(name)
     const key = `${prefix ?? 'bull'}:${name}`
+    const own = queuesOptions[name]
     let q = this._queues.get(key)
     if (q === undefined) {
-      const own = queuesOptions[name] ?? {}
-      const base = { ...this.opts, ...own }
+      const base = { ...this.opts, ...(own ?? {}) }
       if (prefix !== undefined) base.prefix = prefix
       q = new Queue(name, base)
+      q._flowOptions = own === undefined ? undefined : v.toJson(own, `opts.queuesOptions.${name}`)
       this._queues.set(key, q)
+    } else if (own !== undefined && v.toJson(own, `opts.queuesOptions.${name}`) !== q._flowOptions) {
+      // The queue is open with other options: they would not apply, so they are refused.
+      throw typeError(
+        `opts.queuesOptions.${name}`,
+        'differ from the options this FlowProducer opened the queue with; use another FlowProducer',
+      )
     }
     return q
   }
