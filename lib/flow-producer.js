@@ -9,6 +9,7 @@ const { binding, acquireEngine, releaseEngine, fromBinding, isPending, native } 
 const { QueueError, typeError, inputError } = require('./errors')
 const { checkClassOptions } = require('./options')
 const { Queue } = require('./queue')
+const { Job } = require('./job')
 const v = require('./validate')
 
 const NODE_KEYS = ['name', 'queueName', 'data', 'prefix', 'opts', 'children']
@@ -50,7 +51,7 @@ class FlowProducer extends EventEmitter {
       const jobOpts = defaults ? { ...defaults, ...own } : own
       const children = node.children ?? []
       const at = flat.length
-      const entry = { queue, kids: [] }
+      const entry = { queue, kids: [], name: node.name, data: node.data ?? {}, opts: jobOpts, parent }
       flat.push(entry)
       const data = v.toJson(node.data ?? {}, `${path}.data`, '{}')
       const optsText = Object.keys(jobOpts).length === 0 ? 'null' : v.optionsJson(jobOpts, `${path}.opts`)
@@ -63,8 +64,9 @@ class FlowProducer extends EventEmitter {
     }
     const roots = flows.map((f, i) => walk(f, undefined, `flows[${i}]`))
     let text
+    const timestamp = Date.now()
     try {
-      text = binding.addFlow(this._engine.id, `[${parts.join(',')}]`, Date.now())
+      text = binding.addFlow(this._engine.id, `[${parts.join(',')}]`, timestamp)
     } catch (e) {
       throw fromBinding(e)
     }
@@ -72,7 +74,12 @@ class FlowProducer extends EventEmitter {
     const ids = JSON.parse(text)
     const wait = flat.length > 0 ? flat[0].queue._commitWait() : null
     if (wait) await wait
-    const jobs = await Promise.all(flat.map((f, i) => f.queue.getJob(ids[i])))
+    // Built here from what was added, as Queue.add builds its Job: no read back per job. A
+    // child's options name its parent, as the engine stored them.
+    const jobs = flat.map((f, i) => {
+      const opts = f.parent === undefined ? f.opts : { ...f.opts, parent: { id: ids[f.parent], queue: flat[f.parent].queue.qualifiedName } }
+      return new Job(f.queue, f.name, f.data, opts, ids[i], timestamp)
+    })
     const tree = (at) => {
       const out = { job: jobs[at] }
       if (flat[at].kids.length > 0) out.children = flat[at].kids.map(tree)
