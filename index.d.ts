@@ -317,12 +317,12 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   priority: number
   /** The lock token of the current activation (jobs given to a processor). */
   token: string | undefined
-  /** `opts.deduplication.id`, if the job was added with one. */
-  deduplicationId: string | undefined
-  /** A flow child's parent: its id and queue key. */
-  parent: { id: string; queueKey: string } | undefined
-  /** A flow child's parent key, `prefix:queue:id`. */
-  parentKey: string | undefined
+  /** `opts.deduplication.id`, if the job was added with one (read from `opts`). */
+  readonly deduplicationId: string | undefined
+  /** A flow child's parent: its id and queue key (read from `opts.parent`). */
+  readonly parent: { id: string; queueKey: string } | undefined
+  /** A flow child's parent key, `prefix:queue:id` (read from `opts.parent`). */
+  readonly parentKey: string | undefined
   /** The key of the job's queue, `prefix:name`. */
   readonly queueQualifiedName: string
 

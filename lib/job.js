@@ -11,6 +11,21 @@ function orUndefined(x) {
   return x === null ? undefined : x
 }
 
+/** `opts[key]`, or undefined where reading it throws (a getter of the caller's). */
+function optionOf(opts, key) {
+  try {
+    return opts[key]
+  } catch {
+    return undefined
+  }
+}
+
+/** The `parent` option when it names a parent (`{ id, queue }`), else undefined. */
+function linkedParent(opts) {
+  const p = optionOf(opts, 'parent')
+  return p !== null && typeof p === 'object' && typeof p.queue === 'string' && p.id != null ? p : undefined
+}
+
 class Job {
   /**
    * @param queue the Queue (or Worker) the job belongs to
@@ -24,19 +39,6 @@ class Job {
     this.data = data
     this.opts = opts
     this.id = id
-    // BullMQ's field: the `deduplication` id the job was added with.
-    let dedup, parent
-    try {
-      dedup = opts.deduplication
-      parent = opts.parent
-    } catch (e) {
-      throw inputError(e, 'opts')
-    }
-    this.deduplicationId = dedup !== null && typeof dedup === 'object' && typeof dedup.id === 'string' ? dedup.id : undefined
-    // BullMQ's fields of a flow's child: its parent's id and queue key, and the parent's key.
-    const linked = parent !== null && typeof parent === 'object' && typeof parent.queue === 'string' && parent.id != null
-    this.parent = linked ? { id: String(parent.id), queueKey: parent.queue } : undefined
-    this.parentKey = linked ? `${parent.queue}:${parent.id}` : undefined
     // Both branches set the same fields in the same order (one object shape for all jobs).
     if (r === undefined || typeof r === 'number') {
       let timestamp, delay, priority
@@ -136,6 +138,27 @@ class Job {
     }
     v.integerIn('job.opts.keepLogs', keep, 0, 2 ** 32 - 1)
     return this._change(binding.addLog, row, keep)
+  }
+
+  // BullMQ's fields of the options a job was added with, read from them when asked: set in the
+  // constructor they cost every job, where almost none is ever read.
+
+  /** The `deduplication.id` the job was added with. */
+  get deduplicationId() {
+    const d = optionOf(this.opts, 'deduplication')
+    return d !== null && typeof d === 'object' && typeof d.id === 'string' ? d.id : undefined
+  }
+
+  /** A flow child's parent: its id and queue key (`prefix:name`). */
+  get parent() {
+    const p = linkedParent(this.opts)
+    return p && { id: String(p.id), queueKey: p.queue }
+  }
+
+  /** A flow child's parent's key: `prefix:name:id`. */
+  get parentKey() {
+    const p = linkedParent(this.opts)
+    return p && `${p.queue}:${p.id}`
   }
 
   /** BullMQ's key of the job's queue: `prefix:name`. */

@@ -2,10 +2,14 @@
 //   node bench/boundary/boundary.mjs [memory|commit|buffered]   (or with bun)
 // memory: the in-memory engine; commit / buffered: a SQLite file in a temporary folder with that
 // durability. Prints one JSON line per workload. Payload: a 200-byte JSON object.
+// BENCH_REPEAT=k runs the workloads k times in one process (one line each time);
+// FERROQUEUE_ENTRY=/path/to/index.mjs measures another checkout's build with this same script;
+// BENCH_ONLY=i runs the i-th workload alone (see instructions.sh).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Queue, Worker } from '../../index.mjs'
+
+const { Queue, Worker } = await import(process.env.FERROQUEUE_ENTRY ?? '../../index.mjs')
 
 const storage = process.argv[2] ?? 'memory'
 if (!['memory', 'commit', 'buffered'].includes(storage)) throw new Error(`unknown storage ${storage}`)
@@ -63,8 +67,16 @@ async function processNoop(n, concurrency) {
 }
 
 const quick = process.env.BENCH_QUICK === '1'
-await addOneAtATime(quick || storage === 'commit' ? 10_000 : 100_000)
-await addBulk(50_000, 50_000)
-await addBulk(50_000, 1_000)
-await processNoop(50_000, 50)
+const repeat = Number(process.env.BENCH_REPEAT ?? 1)
+const workloads = [
+  () => addOneAtATime(quick || storage === 'commit' ? 10_000 : 100_000),
+  () => addBulk(50_000, 50_000),
+  () => addBulk(50_000, 1_000),
+  () => processNoop(50_000, 50),
+]
+// BENCH_ONLY=i runs workload i alone (0-based; "none": none, for the cost of starting).
+const only = process.env.BENCH_ONLY
+for (let r = 0; r < repeat; r++) {
+  for (const [i, w] of workloads.entries()) if (only === undefined || only === String(i)) await w()
+}
 if (dir) rmSync(dir, { recursive: true, force: true })

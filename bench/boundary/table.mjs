@@ -1,6 +1,7 @@
 // Prints the markdown table of a boundary benchmark run: the JSON lines of boundary.mjs in a
 // file, grouped by runtime, storage and workload, as medians. Rows that carry a `side`
-// ("before" / "after", from ab.sh) give a before/after table with the change.
+// ("before" / "after", from ab.sh) give a before/after table with the change, of the medians
+// and of the best runs.
 //   node bench/boundary/table.mjs RESULTS_FILE
 import { readFileSync } from 'node:fs'
 
@@ -16,11 +17,13 @@ for (const r of rows) {
 }
 const fmt = (n) => n.toLocaleString('en-US')
 if (rows.some((r) => r.side)) {
-  console.log('| runtime | storage | workload | before | after | change |\n| --- | --- | --- | ---: | ---: | ---: |')
+  const change = (b, a) => `${(((a - b) / b) * 100).toFixed(1)}%`
+  console.log('| runtime | storage | workload | before (median) | after (median) | change | before (best) | after (best) | change |')
+  console.log('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const [k, g] of groups) {
-    const b = median(g.before)
-    const a = median(g.after)
-    console.log(`| ${k.split('\u0000').join(' | ')} | ${fmt(b)} | ${fmt(a)} | ${(((a - b) / b) * 100).toFixed(1)}% |`)
+    const [b, a] = [median(g.before), median(g.after)]
+    const [bb, ab] = [Math.max(...g.before), Math.max(...g.after)]
+    console.log(`| ${k.split('\u0000').join(' | ')} | ${fmt(b)} | ${fmt(a)} | ${change(b, a)} | ${fmt(bb)} | ${fmt(ab)} | ${change(bb, ab)} |`)
   }
 } else {
   const runs = groups.size ? [...groups.values()][0].all.length : 0

@@ -99,7 +99,7 @@ pub async fn wait_for_children(c: &Conn, t: &Target, queue: &str, keys: &[i64]) 
 
 /// The notice a finished or removed job raises for its parent, from its options text.
 pub fn notice_of(queue: &str, id: &str, opts: Option<&str>, end: ChildEnd) -> Option<Notice> {
-    let o = JobOptions::from_stored_json(opts?).ok()?;
+    let o = *JobOptions::from_stored_json(opts?).ok()?.controls?;
     let (pq, pid) = o.parent?;
     let end = match end {
         ChildEnd::Failed(reason, _) => ChildEnd::Failed(reason, o.on_child_failure),

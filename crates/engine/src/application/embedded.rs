@@ -12,7 +12,7 @@ use super::engine_disk::stored_logs_page;
 use super::engine_flows::FlowNode;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
-use crate::domain::flow::{Deps, OnChildFailure};
+use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
@@ -108,18 +108,13 @@ impl Engine {
     }
 }
 
-/// Whether a job to add names a parent, or a child failure rule (which needs one).
-fn linked(job: &NewJob) -> bool {
-    job.opts.parent.is_some() || job.opts.on_child_failure != OnChildFailure::Wait
-}
-
 impl Backend for Engine {
     fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
         self.queue_ref_in(prefix, name)
     }
 
     fn add(&self, q: &QueueRef, job: NewJob) -> Reply<Added> {
-        if linked(&job) {
+        if job.opts.linked() {
             let added = self.add_linked(q, vec![job]).and_then(|mut v| {
                 v.pop()
                     .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
@@ -130,7 +125,7 @@ impl Backend for Engine {
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        if jobs.iter().any(linked) {
+        if jobs.iter().any(|j| j.opts.linked()) {
             return self.paced_result(self.add_linked(q, jobs));
         }
         self.paced(Engine::add_bulk(self, q, jobs))

@@ -145,13 +145,13 @@ impl Engine {
         let mut held = Held::new(&self.inner);
         for job in &jobs {
             check_rule_has_parent(job)?;
-            if let Some((queue, id)) = &job.opts.parent {
+            if let Some((queue, id)) = job.opts.parent() {
                 held.queue(queue).check_parent(id)?;
             }
         }
         let mut out = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let parent = job.opts.parent.clone();
+            let parent = job.opts.parent().cloned();
             let qs = held.queue(q.name_arc());
             let added = qs.add(job, now, &mut fx);
             let child = match added {
@@ -189,7 +189,7 @@ impl Engine {
         let mut held = Held::new(&self.inner);
         let mut seen = std::collections::HashSet::new();
         for n in &nodes {
-            if n.job.opts.deduplication.is_some() {
+            if n.job.opts.deduplication().is_some() {
                 return Err(EngineError::Unsupported {
                     option: "deduplication".into(),
                     reason: "is not taken in a flow's jobs (add them with Queue.add)".into(),
@@ -206,7 +206,7 @@ impl Engine {
             }
             if n.parent.is_none() {
                 check_rule_has_parent(&n.job)?;
-                if let Some((queue, id)) = &n.job.opts.parent {
+                if let Some((queue, id)) = n.job.opts.parent() {
                     held.queue(queue).check_parent(id)?;
                 }
             }
@@ -217,9 +217,9 @@ impl Engine {
             if let Some(p) = n.parent {
                 let (pq, pid) = ids[p].clone();
                 job.opts_json = Some(with_parent_json(job.opts_json.as_deref(), &pq, &pid).into());
-                job.opts.parent = Some((pq, pid.into()));
+                job.opts.controls_mut().parent = Some((pq, pid.into()));
             }
-            let parent = job.opts.parent.clone();
+            let parent = job.opts.parent().cloned();
             let qs = held.queue(n.queue.name_arc());
             let key = if n.children > 0 {
                 qs.add_parent(job, &mut fx)?
@@ -254,7 +254,7 @@ impl Engine {
 
 /// A child failure rule needs a parent to act on.
 fn check_rule_has_parent(job: &NewJob) -> Result<()> {
-    if job.opts.parent.is_none() && job.opts.on_child_failure != OnChildFailure::Wait {
+    if job.opts.parent().is_none() && job.opts.on_child_failure() != OnChildFailure::Wait {
         return Err(EngineError::type_error(
             "parent",
             "is required by failParentOnFailure, ignoreDependencyOnFailure, \

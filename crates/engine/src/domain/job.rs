@@ -187,12 +187,12 @@ impl Job {
         } else {
             None
         };
-        let dedup_id = opts.deduplication.as_ref().map(|d| d.id.clone());
-        let group = opts.group.as_ref().map(|g| g.id.clone());
-        let parent = opts.parent.as_ref().map(|(queue, id)| ParentLink {
+        let dedup_id = opts.deduplication().map(|d| d.id.clone());
+        let group = opts.group().map(|g| g.id.clone());
+        let parent = opts.parent().map(|(queue, id)| ParentLink {
             queue: queue.clone(),
             id: id.clone(),
-            on_failure: opts.on_child_failure,
+            on_failure: opts.on_child_failure(),
         });
         let rare = (policy.is_some()
             || opts.job_id.is_some()

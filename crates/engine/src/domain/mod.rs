@@ -3,6 +3,7 @@
 //! as [`changes::Changes`]; how that is written is storage's business.
 
 pub mod changes;
+pub mod controls;
 pub mod dedup;
 pub mod event;
 pub mod flow;

@@ -9,11 +9,11 @@
 //! an older version that took unknown names keeps its policy.
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+use super::controls::Controls;
 use super::dedup::{Deduplication, RawDeduplication};
 use super::flow::{on_failure, parse_parent, OnChildFailure, RawParent};
 use super::groups::option::{JobGroup, RawGroup};
@@ -89,14 +89,9 @@ pub struct JobOptions {
     pub backoff: Option<Backoff>,
     pub remove_on_complete: Option<KeepJobs>,
     pub remove_on_fail: Option<KeepJobs>,
-    /// `deduplication` (`dedup.rs`).
-    pub deduplication: Option<Deduplication>,
-    /// `group` (`groups/option.rs`); its priority is the job's `priority`.
-    pub group: Option<JobGroup>,
-    /// `parent`: the parent's queue (engine name) and id (`flow.rs`).
-    pub parent: Option<(Arc<str>, Box<str>)>,
-    /// What this job failing for good does to its parent (the four BullMQ flags).
-    pub on_child_failure: OnChildFailure,
+    /// `deduplication`, `group`, `parent` and the child failure rule, when the job has any
+    /// (`controls.rs`: read them through its accessors).
+    pub controls: Option<Box<Controls>>,
 }
 
 /// The job options ferroqueue implements, as BullMQ names them.
@@ -318,10 +313,7 @@ impl Default for JobOptions {
             backoff: None,
             remove_on_complete: None,
             remove_on_fail: None,
-            deduplication: None,
-            group: None,
-            parent: None,
-            on_child_failure: OnChildFailure::Wait,
+            controls: None,
         }
     }
 }
@@ -379,7 +371,7 @@ impl JobOptions {
             non_negative_ms("timestamp", t)?;
         }
         if let Some(d) = raw.deduplication {
-            o.deduplication = Some(Deduplication::parse(d)?);
+            o.controls_mut().deduplication = Some(Deduplication::parse(d)?);
         }
         if let Some(g) = raw.group {
             if raw.priority.is_some() {
@@ -390,18 +382,21 @@ impl JobOptions {
             }
             let g = JobGroup::parse(g)?;
             o.priority = g.priority;
-            o.group = Some(g);
+            o.controls_mut().group = Some(g);
         }
         if let Some(p) = raw.parent {
-            o.parent = Some(parse_parent(p)?);
+            o.controls_mut().parent = Some(parse_parent(p)?);
         }
         let flag = |f: Option<bool>| f.unwrap_or(false);
-        o.on_child_failure = on_failure(
+        let on_child_failure = on_failure(
             flag(raw.fail_parent),
             flag(raw.ignore_dependency),
             flag(raw.remove_dependency),
             flag(raw.continue_parent),
         )?;
+        if on_child_failure != OnChildFailure::Wait {
+            o.controls_mut().on_child_failure = on_child_failure;
+        }
         Ok(o)
     }
 

@@ -127,7 +127,7 @@ async fn add_nodes(
 ) -> Result<Vec<(i64, String)>> {
     let mut depth = vec![0usize; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
-        if n.job.opts.deduplication.is_some() {
+        if n.job.opts.deduplication().is_some() {
             return Err(EngineError::Unsupported {
                 option: "deduplication".into(),
                 reason: "is not taken in a flow's jobs (add them with Queue.add)".into(),
@@ -136,14 +136,16 @@ async fn add_nodes(
         if let Some(p) = n.parent {
             depth[i] = depth[p] + 1;
         } else {
-            if n.job.opts.parent.is_none() && n.job.opts.on_child_failure != OnChildFailure::Wait {
+            if n.job.opts.parent().is_none()
+                && n.job.opts.on_child_failure() != OnChildFailure::Wait
+            {
                 return Err(EngineError::type_error(
                     "parent",
                     "is required by failParentOnFailure, ignoreDependencyOnFailure, \
                      removeDependencyOnFailure and continueParentOnFailure",
                 ));
             }
-            if let Some((q, id)) = &n.job.opts.parent {
+            if let Some((q, id)) = n.job.opts.parent() {
                 flows::lock_parent(c, t, q, id).await?;
                 flows::check_parent(c, t, q, id).await?;
             }
@@ -180,9 +182,9 @@ async fn add_nodes(
                     let pq = &queue_of[p];
                     job.opts_json =
                         Some(with_parent_json(job.opts_json.as_deref(), pq, &pid).into());
-                    job.opts.parent = Some((pq.clone(), pid.into()));
+                    job.opts.controls_mut().parent = Some((pq.clone(), pid.into()));
                 }
-                who.push((i, job.opts.parent.clone(), node.children));
+                who.push((i, job.opts.parent().cloned(), node.children));
                 rows.push(super::work::row_of(job, now));
             }
             let added = c.jobs.add_bulk(&c.client, t, &queue, &rows).await?;

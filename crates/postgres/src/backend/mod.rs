@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
-use ferroqueue_engine::domain::flow::{Deps, OnChildFailure};
+use ferroqueue_engine::domain::flow::Deps;
 use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
 use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
@@ -174,12 +174,6 @@ impl Drop for PgBackend {
     }
 }
 
-/// Whether a job to add names a parent, or a child failure rule (which needs one): it is added
-/// with its parent's dependency, in one transaction (`flows.rs`).
-fn linked(job: &NewJob) -> bool {
-    job.opts.parent.is_some() || job.opts.on_child_failure != OnChildFailure::Wait
-}
-
 impl Backend for PgBackend {
     fn queue(&self, prefix: Option<&str>, name: &str) -> Result<QueueRef> {
         Ok(QueueRef::new(Arc::from(qualified_name(prefix, name)?), 0))
@@ -191,12 +185,14 @@ impl Backend for PgBackend {
                 .pop()
                 .ok_or_else(|| EngineError::Internal("an add answered nothing".into()))
         };
-        if linked(&job) {
+        // A job linked to a parent is added with its parent's dependency, in one transaction
+        // (`flows.rs`).
+        if job.opts.linked() {
             let q = q.name_arc().clone();
             return self
                 .run(move |s| async move { one(flows::add_linked(&s, &q, vec![job]).await?) });
         }
-        if job.opts.deduplication.is_some() {
+        if job.opts.deduplication().is_some() {
             let q = q.name_arc().clone();
             let add = move |s: Arc<Shared>| async move {
                 one(work::add_deduplicated(&s, &q, vec![job]).await?)
@@ -210,11 +206,11 @@ impl Backend for PgBackend {
     }
 
     fn add_bulk(&self, q: &QueueRef, jobs: Vec<NewJob>) -> Reply<Vec<Added>> {
-        if jobs.iter().any(linked) {
+        if jobs.iter().any(|j| j.opts.linked()) {
             let q = q.name_arc().clone();
             return self.run(move |s| async move { flows::add_linked(&s, &q, jobs).await });
         }
-        if jobs.iter().any(|j| j.opts.deduplication.is_some()) {
+        if jobs.iter().any(|j| j.opts.deduplication().is_some()) {
             let q = q.name_arc().clone();
             return self.run(move |s| async move { work::add_deduplicated(&s, &q, jobs).await });
         }

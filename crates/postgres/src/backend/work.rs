@@ -34,8 +34,8 @@ pub(super) fn row_of(j: NewJob, now: i64) -> NewRow {
         due_in: due,
         lifo: j.opts.lifo,
         timestamp: j.timestamp.min(i64::MAX as u64) as i64,
+        group: j.opts.group().map(|g| g.id.to_string()),
         custom_id: j.opts.job_id.map(String::from),
-        group: j.opts.group.map(|g| g.id.to_string()),
     }
 }
 
@@ -51,7 +51,11 @@ pub(super) async fn add_deduplicated(
     let rows: Vec<_> = jobs
         .into_iter()
         .map(|mut j| {
-            let d = j.opts.deduplication.take();
+            let d = j
+                .opts
+                .controls
+                .as_mut()
+                .and_then(|c| c.deduplication.take());
             (row_of(j, now), d)
         })
         .collect();

@@ -85,7 +85,7 @@ impl QueueState {
         let mut job = job;
         // Not delayed now: a parent's delay counts from when its children are done.
         let delay = std::mem::take(&mut job.opts.delay);
-        let key = self.insert_new(job, fx);
+        let key = self.new_record(job, JobState::Waiting, fx);
         let seq = self.next_state_seq();
         if let Some(j) = self.jobs.change(&key, STATE | EXTRA) {
             j.state = JobState::WaitingChildren;

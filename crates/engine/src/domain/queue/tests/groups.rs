@@ -125,5 +125,5 @@ fn priority_with_group_is_refused() {
     assert_eq!(e.code(), "ERR_UNSUPPORTED_OPTION");
     let o = JobOptions::from_json(r#"{"group":{"id":7,"priority":3}}"#).unwrap();
     assert_eq!(o.priority, 3);
-    assert_eq!(o.group.map(|g| g.id.to_string()), Some("7".into()));
+    assert_eq!(o.group().map(|g| g.id.to_string()), Some("7".into()));
 }

@@ -1,0 +1,56 @@
+//! The job options of flow control (`deduplication`, `group`, `parent` and the child failure
+//! rule), kept in one box beside [`JobOptions`]: most jobs have none of them, and a plain job's
+//! options stay small. Every add moves its options a few times (binding, backend, queue); with
+//! these four inline they were about 100 bytes larger, and the moves became `memcpy` calls,
+//! about 3% of an add in memory (counted with `bench/boundary/instructions.mjs`).
+
+use std::sync::Arc;
+
+use super::dedup::Deduplication;
+use super::flow::OnChildFailure;
+use super::groups::option::JobGroup;
+use super::options::JobOptions;
+
+/// The flow-control options of one job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Controls {
+    /// `deduplication` (`dedup.rs`).
+    pub deduplication: Option<Deduplication>,
+    /// `group` (`groups/option.rs`); its priority is the job's `priority`.
+    pub group: Option<JobGroup>,
+    /// `parent`: the parent's queue (engine name) and id (`flow.rs`).
+    pub parent: Option<(Arc<str>, Box<str>)>,
+    /// What this job failing for good does to its parent (the four BullMQ flags).
+    pub on_child_failure: OnChildFailure,
+}
+
+impl JobOptions {
+    pub fn deduplication(&self) -> Option<&Deduplication> {
+        self.controls.as_ref()?.deduplication.as_ref()
+    }
+
+    pub fn group(&self) -> Option<&JobGroup> {
+        self.controls.as_ref()?.group.as_ref()
+    }
+
+    /// The parent's queue (engine name) and id.
+    pub fn parent(&self) -> Option<&(Arc<str>, Box<str>)> {
+        self.controls.as_ref()?.parent.as_ref()
+    }
+
+    pub fn on_child_failure(&self) -> OnChildFailure {
+        self.controls
+            .as_ref()
+            .map_or(OnChildFailure::Wait, |c| c.on_child_failure)
+    }
+
+    /// Whether the job names a parent, or a child failure rule (which needs one).
+    pub fn linked(&self) -> bool {
+        self.parent().is_some() || self.on_child_failure() != OnChildFailure::Wait
+    }
+
+    /// The flow-control options, boxed at the first change.
+    pub fn controls_mut(&mut self) -> &mut Controls {
+        self.controls.get_or_insert_with(Default::default)
+    }
+}
