@@ -286,6 +286,7 @@ export interface JobJson<DataType = any, ReturnType = any, NameType extends stri
   stacktrace: string[]
   attemptsMade: number
   attemptsStarted: number
+  stalledCounter: number
   timestamp: number
   processedOn: number | undefined
   finishedOn: number | undefined
@@ -310,6 +311,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   attemptsMade: number
   /** Activations so far. */
   attemptsStarted: number
+  /** How many times the job stalled: its process stopped (or its lease expired) while it ran. */
+  stalledCounter: number
   timestamp: number
   processedOn: number | undefined
   finishedOn: number | undefined

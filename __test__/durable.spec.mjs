@@ -212,15 +212,16 @@ describe('durable queues', () => {
     expect(existsSync(dataPath + '-wal')).toBe(false)
   })
 
-  it('puts jobs that were active in a killed process back, counting an attempt, and reports them stalled', async () => {
+  it('puts jobs that were active in a killed process back without spending an attempt, and reports them stalled', async () => {
     const dataPath = join(dir, 'stalled.db')
     const { p, line } = await startChild(dataPath, 'active', 'ACTIVE ')
     const id = line.slice('ACTIVE '.length)
     await kill(p)
     const q = track(new Queue('held', { dataPath }))
     expect(await q.getJobState(id)).toBe('waiting')
-    expect((await q.getJob(id)).attemptsMade).toBe(1)
-    const w = track(new Worker('held', async (job) => `redone ${job.attemptsMade}`, { dataPath }))
+    const back = await q.getJob(id)
+    expect([back.attemptsMade, back.stalledCounter, back.failedReason]).toEqual([0, 1, undefined])
+    const w = track(new Worker('held', async (job) => `redone after ${job.stalledCounter} stall`, { dataPath }))
     const stalled = once(w, 'stalled')
     const completed = once(w, 'completed')
     const [stalledId, prev] = await stalled
@@ -228,6 +229,9 @@ describe('durable queues', () => {
     expect(prev).toBe('active')
     const [job, result] = await completed
     expect(job.id).toBe(id)
-    expect(result).toBe('redone 1')
+    expect(result).toBe('redone after 1 stall')
+    const done = await q.getJob(id)
+    expect([done.attemptsMade, done.stalledCounter]).toEqual([1, 1])
   })
+
 })

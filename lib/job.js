@@ -55,6 +55,7 @@ class Job {
       this.stacktrace = []
       this.attemptsMade = 0
       this.attemptsStarted = 0
+      this.stalledCounter = 0
       this.timestamp = timestamp ?? r ?? Date.now()
       this.processedOn = undefined
       this.finishedOn = undefined
@@ -69,6 +70,7 @@ class Job {
       this.stacktrace = r.stacktrace ?? []
       this.attemptsMade = r.attemptsMade ?? 0
       this.attemptsStarted = r.attemptsStarted
+      this.stalledCounter = r.stalledCounter ?? 0
       this.timestamp = r.timestamp
       this.processedOn = orUndefined(r.processedOn ?? null)
       this.finishedOn = orUndefined(r.finishedOn ?? null)
@@ -396,6 +398,7 @@ class Job {
       stacktrace: this.stacktrace,
       attemptsMade: this.attemptsMade,
       attemptsStarted: this.attemptsStarted,
+      stalledCounter: this.stalledCounter,
       timestamp: this.timestamp,
       processedOn: this.processedOn,
       finishedOn: this.finishedOn,

@@ -81,6 +81,7 @@ fn write_record(job: &Job, slim: bool, out: &mut String) {
         ("attemptsMade", job.attempts_made as u64),
         ("delay", job.delay),
         ("priority", job.priority as u64),
+        ("stalledCounter", job.stalled_counter() as u64),
     ] {
         if !slim || value != 0 {
             let _ = write!(out, ",\"{key}\":{value}");

@@ -97,6 +97,7 @@ pub mod test_json {
             "attemptsMade": job.attempts_made,
             "delay": job.delay,
             "priority": job.priority,
+            "stalledCounter": job.stalled_counter(),
             "attemptsStarted": job.attempts_started,
             "timestamp": job.timestamp,
             "processedOn": time(job.processed_on),

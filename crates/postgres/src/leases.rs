@@ -12,8 +12,7 @@ use tokio_postgres::{Client, Statement};
 use crate::connect::{prepare, Target};
 use crate::jobs::{FINISHED_COLUMNS, NOW_MS};
 
-/// BullMQ's failure reason for a job stalled too often.
-pub const STALLED_TOO_OFTEN: &str = "job stalled more than allowable limit";
+pub use ferroqueue_engine::domain::STALLED_TOO_OFTEN;
 
 /// A lease a process holds.
 #[derive(Debug, Clone, PartialEq, Eq)]

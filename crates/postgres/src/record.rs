@@ -26,12 +26,12 @@ fn columns(p: &str, finished_on: &str) -> String {
     format!(
         "{p}key, {p}custom_id, {p}name, {p}data, {p}opts, {p}state, {p}priority, {p}delay, \
          {p}timestamp, {p}processed_on, {finished_on}, {p}attempts_made, {p}attempts_started, \
-         {p}progress, {p}returnvalue, {p}failed_reason, {p}stacktrace, {p}logs"
+         {p}stalled_counter, {p}progress, {p}returnvalue, {p}failed_reason, {p}stacktrace, {p}logs"
     )
 }
 
-/// How many columns [`job_of`] reads.
-pub(crate) const COLUMNS: usize = 18;
+/// How many columns [`job_of`] reads (`logs` last).
+pub(crate) const COLUMNS: usize = 19;
 
 /// A state as the `state` column holds it (the SQLite file's numbers).
 pub fn state_of(n: i16) -> JobState {
@@ -92,13 +92,14 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             attempts_started: row.get::<_, i32>(at + 12).max(0) as u32,
         },
         extra: ExtraCols {
-            progress: boxed(13),
-            returnvalue: boxed(14),
-            failed_reason: text(15).map(|r| text::load(r).into_boxed_str()),
-            stacktrace: text(16).map(text::load_json_array),
-            logs: text(17).map(text::load_json_array),
-            // Flows are not on PostgreSQL yet.
+            progress: boxed(14),
+            returnvalue: boxed(15),
+            failed_reason: text(16).map(|r| text::load(r).into_boxed_str()),
+            stacktrace: text(17).map(text::load_json_array),
+            logs: text(18).map(text::load_json_array),
+            // A parent's dependencies are read from the deps table when asked (`flows.rs`).
             deps: None,
+            stalled_counter: row.get::<_, i32>(at + 13).max(0) as u32,
         },
     })
 }

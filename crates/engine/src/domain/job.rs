@@ -117,6 +117,8 @@ pub struct JobExtra {
     pub logs: Vec<Box<str>>,
     /// A flow parent's dependencies (`flow.rs`).
     pub deps: Option<Box<Deps>>,
+    /// How many times the job stalled (its holder went away while it was active).
+    pub stalled_counter: u32,
 }
 
 /// Fields only jobs given options carry, in one allocation that the others do not have
@@ -266,6 +268,11 @@ impl Job {
     /// Links the job to a flow parent (a child added by a flow; its options text says so too).
     pub fn set_parent(&mut self, link: ParentLink) {
         self.rare.get_or_insert_with(Default::default).parent = Some(link);
+    }
+
+    /// How many times the job stalled.
+    pub fn stalled_counter(&self) -> u32 {
+        self.extra.as_ref().map_or(0, |e| e.stalled_counter)
     }
 
     /// A flow parent's dependencies, if it has any.

@@ -22,4 +22,4 @@ pub mod ready;
 pub mod shard;
 pub mod waiters;
 
-pub use queue::STALLED_REASON;
+pub use queue::{MAX_STALLED_COUNT, STALLED_TOO_OFTEN};

@@ -25,7 +25,7 @@ pub struct Applied {
 
 /// Rows per multi-row insert (23 parameters each, well under SQLite's limit).
 pub const INSERT_CHUNK: usize = 32;
-const JOB_COLUMNS: usize = 23;
+const JOB_COLUMNS: usize = 24;
 
 /// Stable numeric codes of states in the `state` column.
 pub fn state_code(s: JobState) -> i64 {
@@ -58,7 +58,7 @@ fn insert_sql(rows: usize) -> String {
     let mut sql = String::from(
         "INSERT OR REPLACE INTO jobs (queue, key, custom_id, name, data, opts, state, priority, delay, \
          timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, \
-         progress, returnvalue, failed_reason, stacktrace, logs, deps) VALUES ",
+         progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter) VALUES ",
     );
     for r in 0..rows {
         if r > 0 {
@@ -102,7 +102,8 @@ fn bind_row(stmt: &mut Statement, at: usize, q: &str, r: &JobRow) -> rusqlite::R
     stmt.raw_bind_parameter(p(20), r.extra.failed_reason.as_deref())?;
     stmt.raw_bind_parameter(p(21), r.extra.stacktrace.as_deref())?;
     stmt.raw_bind_parameter(p(22), r.extra.logs.as_deref())?;
-    stmt.raw_bind_parameter(p(23), r.extra.deps.as_deref())
+    stmt.raw_bind_parameter(p(23), r.extra.deps.as_deref())?;
+    stmt.raw_bind_parameter(p(24), r.extra.stalled_counter as i64)
 }
 
 /// Applies `ops` in order, after folding each job's writes (see `coalesce.rs`). The caller wraps
@@ -165,7 +166,7 @@ macro_rules! set_state {
 macro_rules! set_extra {
     () => {
         "progress = ?13, returnvalue = ?14, failed_reason = ?15, stacktrace = ?16, logs = ?17, \
-         deps = ?18"
+         deps = ?18, stalled_counter = ?19"
     };
 }
 
@@ -201,6 +202,7 @@ fn apply_update(conn: &Connection, u: &Update) -> rusqlite::Result<()> {
             stmt.raw_bind_parameter(16, e.stacktrace.as_deref())?;
             stmt.raw_bind_parameter(17, e.logs.as_deref())?;
             stmt.raw_bind_parameter(18, e.deps.as_deref())?;
+            stmt.raw_bind_parameter(19, e.stalled_counter as i64)?;
         }
         stmt.raw_execute()?;
     }
@@ -347,7 +349,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Extra(q, key, e) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET progress = ?3, returnvalue = ?4, failed_reason = ?5, stacktrace = ?6, logs = ?7, \
-                 deps = ?8 WHERE queue = ?1 AND key = ?2",
+                 deps = ?8, stalled_counter = ?9 WHERE queue = ?1 AND key = ?2",
             )?;
             stmt.execute(params![
                 &**q,
@@ -358,6 +360,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
                 e.stacktrace.as_deref(),
                 e.logs.as_deref(),
                 e.deps.as_deref(),
+                e.stalled_counter as i64,
             ])?;
             Ok(())
         }

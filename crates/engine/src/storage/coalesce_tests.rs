@@ -36,6 +36,7 @@ fn extra(n: u64) -> Box<ExtraCols> {
         stacktrace: None,
         logs: n.is_multiple_of(3).then(|| format!("[\"l{n}\"]")),
         deps: None,
+        stalled_counter: 0,
     })
 }
 

@@ -44,6 +44,7 @@ pub fn job_of(row: JobRow) -> Job {
         || !stacktrace.is_empty()
         || !logs.is_empty()
         || deps.is_some()
+        || e.stalled_counter > 0
     {
         job.extra = Some(Box::new(JobExtra {
             progress: e.progress,
@@ -52,6 +53,7 @@ pub fn job_of(row: JobRow) -> Job {
             stacktrace,
             logs,
             deps,
+            stalled_counter: e.stalled_counter,
         }));
     }
     job

@@ -44,6 +44,7 @@ pub struct ExtraCols {
     pub logs: Option<String>,
     /// A flow parent's dependencies as JSON (`domain/flow.rs`), `None` for other jobs.
     pub deps: Option<String>,
+    pub stalled_counter: u32,
 }
 
 /// A whole job row.
@@ -137,6 +138,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             stacktrace: None,
             logs: None,
             deps: None,
+            stalled_counter: 0,
         },
         Some(e) => ExtraCols {
             progress: e.progress.clone(),
@@ -145,6 +147,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             stacktrace: json_array(&e.stacktrace),
             logs: json_array(&e.logs),
             deps: e.deps.as_ref().map(|d| d.to_json()),
+            stalled_counter: e.stalled_counter,
         },
     }
 }

@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -96,6 +96,10 @@ CREATE TABLE groups (
     // failed and ignored ones); a child's parent is in its options.
     r#"
 ALTER TABLE jobs ADD COLUMN deps TEXT;
+"#,
+    // 7: how many times a job stalled (its process stopped while it was active).
+    r#"
+ALTER TABLE jobs ADD COLUMN stalled_counter INTEGER NOT NULL DEFAULT 0;
 "#,
 ];
 

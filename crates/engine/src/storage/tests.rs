@@ -114,35 +114,72 @@ fn state_survives_close_and_reopen() {
     e.close();
 }
 
+/// The job as JSON (the test wire).
+fn json_of(e: &Engine, q: &crate::QueueRef, id: &str) -> serde_json::Value {
+    serde_json::from_str(&e.job_json(q, id).unwrap()).unwrap()
+}
+
 #[test]
-fn active_jobs_count_an_attempt_and_come_back() {
+fn active_jobs_stall_without_spending_an_attempt_and_fail_past_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("q.db");
     let e = open(&path).unwrap();
     let q = e.queue_ref("work").unwrap();
-    e.add(&q, job("retry", "1", "{\"attempts\":2}"));
-    e.add(&q, job("once", "2", "{}"));
+    e.add(&q, job("once", "1", "{}"));
+    e.add(&q, job("other", "2", "{}"));
     assert_eq!(e.take(&q, 2, WorkerLimits::default()).0, 2);
     settle(&e);
     e.close();
 
+    // Stalled once: back at the head of waiting, no attempt spent, even with one attempt.
     let e = open(&path).unwrap();
     let q = e.queue_ref("work").unwrap();
     assert_eq!(e.state(&q, "1"), "waiting");
-    assert_eq!(e.state(&q, "2"), "failed");
-    let j: serde_json::Value = serde_json::from_str(&e.job_json(&q, "1").unwrap()).unwrap();
-    assert_eq!(j["attemptsMade"], 1);
+    assert_eq!(e.state(&q, "2"), "waiting");
+    let j = json_of(&e, &q, "1");
+    assert_eq!(
+        (j["attemptsMade"].as_u64(), j["stalledCounter"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(j["failedReason"], serde_json::Value::Null);
     let mut stalled = e.take_stalled(&q);
     stalled.sort();
     assert_eq!(stalled, vec!["1".to_string(), "2".to_string()]);
     assert!(e.take_stalled(&q).is_empty(), "reported once");
+    // Job 1 stalls a second time; job 2 finishes.
+    let (n, text) = e.take(&q, 2, WorkerLimits::default());
+    assert_eq!(n, 2);
+    let records: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let token = |id: &str| {
+        let r = records
+            .iter()
+            .find(|r| crate::domain::job::record_id(&r["id"]) == id)
+            .unwrap();
+        r["token"].as_u64().unwrap()
+    };
+    ack_ok(&e, &q, "2", token("2"), "null");
     settle(&e);
     e.close();
-    // the recovery itself was persisted
+
+    // Past maxStalledCount (1): failed with BullMQ's reason; the failure counts the attempt.
     let e = open(&path).unwrap();
     let q = e.queue_ref("work").unwrap();
-    assert_eq!(e.state(&q, "1"), "waiting");
-    assert_eq!(e.state(&q, "2"), "failed");
+    assert_eq!(e.state(&q, "1"), "failed");
+    assert_eq!(e.state(&q, "2"), "completed");
+    let j = json_of(&e, &q, "1");
+    assert_eq!(
+        (j["attemptsMade"].as_u64(), j["stalledCounter"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(j["failedReason"], crate::domain::STALLED_TOO_OFTEN);
+    assert_eq!(e.take_stalled(&q), vec!["1".to_string()]);
+    settle(&e);
+    e.close();
+    // The recovery itself was persisted.
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("work").unwrap();
+    assert_eq!(e.state(&q, "1"), "failed");
+    assert_eq!(json_of(&e, &q, "1")["stalledCounter"], 2);
     e.close();
 }
 

@@ -22,8 +22,8 @@ const BATCH: i64 = 1_000;
 /// has lost its process).
 const EVENTS_KEPT_MS: i64 = 5 * 60 * 1_000;
 
-/// How many times a job may stall before it fails (BullMQ's `maxStalledCount` default).
-const MAX_STALLED: i32 = 1;
+/// How many times a job may stall and still run again (BullMQ's `maxStalledCount` default).
+const MAX_STALLED: i32 = ferroqueue_engine::domain::MAX_STALLED_COUNT as i32;
 
 /// How often the leader sweeps expired leases.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);

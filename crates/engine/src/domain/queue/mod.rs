@@ -50,7 +50,7 @@ mod take;
 #[cfg(test)]
 mod tests;
 
-pub use rebuild::{Stored, StoredSettings, STALLED_REASON};
+pub use rebuild::{Stored, StoredSettings, MAX_STALLED_COUNT, STALLED_TOO_OFTEN};
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.
 #[derive(Default, Debug)]

@@ -1,8 +1,9 @@
 //! Rebuilding a queue from the jobs storage kept (recovery at open): each job back in the
 //! structure its state names (ready heap in priority order, delayed heap, finished sets),
-//! counters and id sequences. Jobs found `active` belonged to a process that died: each counts
-//! one attempt and goes back to the head of waiting, or to failed when its attempts are spent;
-//! their ids are kept for the `stalled` event. Reading rows into [`Job`]s is storage's business
+//! counters and id sequences. Jobs found `active` belonged to a process that died: each stalled
+//! once more and goes back to the head of waiting without spending an attempt, or, stalled more
+//! than [`MAX_STALLED_COUNT`] times, fails with BullMQ's reason; their ids are kept for the
+//! `stalled` event. Reading rows into [`Job`]s is storage's business
 //! (`storage/restore.rs`).
 
 use std::sync::Arc;
@@ -12,8 +13,11 @@ use crate::domain::changes::{EXTRA, STATE};
 use crate::domain::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::limits::LimitSettings;
 
-/// Failure reason of a job that was active when its process stopped.
-pub const STALLED_REASON: &str = "job stalled: the process stopped while the job was active";
+/// BullMQ's failure reason of a job that stalled more than [`MAX_STALLED_COUNT`] times.
+pub const STALLED_TOO_OFTEN: &str = "job stalled more than allowable limit";
+
+/// How many times a job may stall and still run again (BullMQ's `maxStalledCount` default).
+pub const MAX_STALLED_COUNT: u32 = 1;
 
 /// A stored job and where it stood.
 pub struct Stored {
@@ -109,11 +113,14 @@ impl QueueState {
         let Some(job) = self.jobs.change(&key, STATE | EXTRA) else {
             return;
         };
-        job.attempts_made += 1;
-        job.extra_mut().failed_reason = Some(STALLED_REASON.into());
-        let spent = job.attempts_made >= job.attempts();
+        let extra = job.extra_mut();
+        extra.stalled_counter += 1;
+        let too_often = extra.stalled_counter > MAX_STALLED_COUNT;
         let id = job.id_string();
-        if spent {
+        if too_often {
+            // Failing for good counts the attempt, as the PostgreSQL sweep does.
+            job.attempts_made += 1;
+            job.extra_mut().failed_reason = Some(STALLED_TOO_OFTEN.into());
             job.state = JobState::Failed;
             job.finished_on = now;
             job.state_seq = seq;
