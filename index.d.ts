@@ -44,6 +44,12 @@ export interface JobsOptions {
   /** Keep only the newest N log rows. */
   keepLogs?: number
   /**
+   * Ms a worker lets the processor run (1..2^31-1): then its `signal` aborts (reason: an Error
+   * named `TimeoutError`, message `timeout`) and the job fails with reason `timeout`, retried if
+   * attempts remain. The worker's slot frees then, whatever the processor goes on doing.
+   */
+  timeout?: number
+  /**
    * While a job added with this `id` holds its key, adds with the same id add nothing and
    * resolve with that job (QueueEvents `deduplicated`). Without `ttl` the key lives until the
    * job finishes (completed, or failed for good) or is removed; with `ttl` (ms) for that long
@@ -505,6 +511,13 @@ export class Worker<DataType = any, ReturnType = any, NameType extends string = 
   static RateLimitError(): RateLimitError
   /** Waits for active jobs; with `force`, aborts their signals and puts them back to waiting. */
   close(force?: boolean): Promise<void>
+  /**
+   * Aborts the signal of job `jobId` if it runs in this worker (`reason` becomes the signal's
+   * reason); the processor decides what follows, as in BullMQ. Whether the job runs here.
+   */
+  cancelJob(jobId: string, reason?: unknown): boolean
+  /** Aborts the signals of every job running in this worker. */
+  cancelAllJobs(reason?: unknown): void
 
   on<U extends keyof WorkerListener<DataType, ReturnType, NameType>>(event: U, listener: WorkerListener<DataType, ReturnType, NameType>[U]): this
   on(event: string | symbol, listener: (...args: any[]) => void): this

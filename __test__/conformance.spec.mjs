@@ -40,7 +40,7 @@ describe('no option is silently ignored', () => {
       [{ repeat: { every: 1000 } }, 'ERR_UNSUPPORTED_OPTION', /^repeat /],
       [{ debounce: { id: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^debounce /],
       [{ stackTraceLimit: 5 }, 'ERR_UNSUPPORTED_OPTION', /^stackTraceLimit /],
-      [{ timeout: 1000 }, 'ERR_UNSUPPORTED_OPTION', /^timeout /],
+      [{ telemetry: { traceparent: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^telemetry /],
       [{ sizeLimit: 100 }, 'ERR_UNSUPPORTED_OPTION', /^sizeLimit /],
       [{ delai: 5 }, 'ERR_INVALID_OPTION', /^delai is not an option/],
     ]) {

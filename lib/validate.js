@@ -148,7 +148,7 @@ function checkJobOptions(opts, option) {
   if (!opts) return
   const o = opts
   if (o.jobId !== undefined) name(`${option}.jobId`, o.jobId)
-  for (const k of ['delay', 'priority', 'attempts', 'timestamp']) {
+  for (const k of ['delay', 'priority', 'attempts', 'timestamp', 'timeout']) {
     if (o[k] !== undefined) number(`${option}.${k}`, o[k])
   }
   if (o.timestamp !== undefined && !(o.timestamp >= 0 && Number.isFinite(o.timestamp))) {

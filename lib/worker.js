@@ -13,6 +13,7 @@ const { Completed, Retrying, Failed, Stale, failureOf, retentionJson, customBack
 const { completedText, failedText, releasedText, sendAcks } = require('./ack-wire')
 const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
+const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 
 let nextPuller = 1
 /** The most jobs one pull asks for (a u32 of the binding). */
@@ -302,6 +303,7 @@ class Worker extends QueueHandle {
       backoff: customBackoff(job.opts),
       attemptsMade: job.attemptsMade,
       attempts: job.opts.attempts ?? 1,
+      timer: undefined, // of the job's `timeout` (cancel.js)
     }
     // By token, not id: after obliterate() an id comes back while its old activation may still run.
     this._active.set(entry.token, entry)
@@ -309,6 +311,7 @@ class Worker extends QueueHandle {
     this._prefetch.starts++
     this._worked = true
     this._emitSafe('active', job, 'waiting')
+    startTimeout(entry, job.opts, (e, err) => this._fail(e, err))
     try {
       const result = this._processor(job, job.token, controller && controller.signal)
       if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
@@ -328,6 +331,7 @@ class Worker extends QueueHandle {
   }
 
   _complete(entry, value) {
+    if (entry.done) return // timed out already
     let text
     try {
       text = v.toJson(value, 'returnvalue', 'null')
@@ -341,6 +345,7 @@ class Worker extends QueueHandle {
 
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
+    if (entry.done) return // timed out already
     if (isRateLimitError(thrown)) {
       // Back to waiting, no attempt spent: it runs once the queue takes jobs again.
       this._queueAck(entry, releasedText(entry.id, entry.token, false))
@@ -362,6 +367,7 @@ class Worker extends QueueHandle {
   _queueAck(entry, text) {
     if (entry.done) return
     entry.done = true
+    stopTimeout(entry)
     this._processing--
     this._acks.push(text)
     this._ackJobs.push(entry)
@@ -544,9 +550,10 @@ class Worker extends QueueHandle {
       this._wakeUp()
       if (force) {
         const jobs = []
-        for (const { id, token, controller } of this._active.values()) {
-          if (controller) controller.abort(new QueueError('ERR_WORKER_CLOSED', 'worker closed with force'))
-          jobs.push({ id, token })
+        for (const entry of this._active.values()) {
+          stopTimeout(entry)
+          if (entry.controller) entry.controller.abort(new QueueError('ERR_WORKER_CLOSED', 'worker closed with force'))
+          jobs.push({ id: entry.id, token: entry.token })
         }
         this._active.clear()
         this._release(jobs)
@@ -561,6 +568,19 @@ class Worker extends QueueHandle {
       this.emit('closed')
     })()
     return this._closing
+  }
+
+  /**
+   * Aborts the signal of job `jobId` if it runs in this worker (the processor decides what
+   * follows, as in BullMQ); whether it does. `reason` becomes the signal's reason.
+   */
+  cancelJob(jobId, reason) {
+    return cancelJob(this._active, jobId, reason)
+  }
+
+  /** Aborts the signals of every job running in this worker. */
+  cancelAllJobs(reason) {
+    cancelAllJobs(this._active, reason)
   }
 
   /** Resolves once the worker can be used (at once). */

@@ -1,8 +1,8 @@
 //! Job options in BullMQ's shape (`delay`, `priority`, `lifo`, `attempts`, `backoff`,
-//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `deduplication`, `parent`
-//! and the four child failure flags, and BullMQ Pro's `group`), parsed from JSON text
-//! and validated into [`JobOptions`] (`keepLogs` is only validated: the JS layer applies it when
-//! logging). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
+//! `removeOnComplete`, `removeOnFail`, `jobId`, `keepLogs`, `timestamp`, `timeout`,
+//! `deduplication`, `parent` and the four child failure flags, and BullMQ Pro's `group`), parsed
+//! from JSON text and validated into [`JobOptions`] (`keepLogs` and `timeout` are only validated:
+//! the JS layer applies them, when logging and while a worker runs the job). No option is ignored: a BullMQ option that ferroqueue does not implement yet is
 //! refused with `ERR_UNSUPPORTED_OPTION`, a name that is no option at all with
 //! `ERR_INVALID_OPTION`; every known one is range-checked and an error names it. Options read
 //! back from a file are parsed leniently ([`JobOptions::from_stored_json`]), so a job stored by
@@ -18,6 +18,9 @@ use super::dedup::{Deduplication, RawDeduplication};
 use super::flow::{on_failure, parse_parent, OnChildFailure, RawParent};
 use super::groups::option::{JobGroup, RawGroup};
 use crate::error::{EngineError, Result};
+
+/// Longest job `timeout` in ms: the longest wait a JS timer keeps (2^31 - 1, about 24.8 days).
+pub const MAX_TIMEOUT_MS: u32 = 2_147_483_647;
 
 /// Highest priority accepted, as in BullMQ (2^21).
 pub const MAX_PRIORITY: u32 = 2_097_152;
@@ -95,7 +98,7 @@ pub struct JobOptions {
 }
 
 /// The job options ferroqueue implements, as BullMQ names them.
-pub const JOB_OPTIONS: [&str; 17] = [
+pub const JOB_OPTIONS: [&str; 18] = [
     "jobId",
     "delay",
     "priority",
@@ -106,6 +109,7 @@ pub const JOB_OPTIONS: [&str; 17] = [
     "removeOnFail",
     "keepLogs",
     "timestamp",
+    "timeout",
     "deduplication",
     "group",
     "parent",
@@ -116,7 +120,7 @@ pub const JOB_OPTIONS: [&str; 17] = [
 ];
 
 /// BullMQ (and BullMQ Pro) job options that ferroqueue does not implement yet.
-pub const UNSUPPORTED_JOB_OPTIONS: [&str; 8] = [
+pub const UNSUPPORTED_JOB_OPTIONS: [&str; 7] = [
     "repeat",
     "repeatJobKey",
     "debounce",
@@ -124,7 +128,6 @@ pub const UNSUPPORTED_JOB_OPTIONS: [&str; 8] = [
     "telemetry",
     "sizeLimit",
     "stackTraceLimit",
-    "timeout",
 ];
 
 /// The error for an option name ferroqueue does not take: `ERR_UNSUPPORTED_OPTION` for one of
@@ -163,6 +166,7 @@ struct RawOptions {
     remove_on_fail: Option<RawKeep>,
     keep_logs: Option<f64>,
     timestamp: Option<f64>,
+    timeout: Option<f64>,
     deduplication: Option<RawDeduplication>,
     group: Option<RawGroup>,
     parent: Option<RawParent>,
@@ -186,6 +190,7 @@ enum Field {
     RemoveOnFail,
     KeepLogs,
     Timestamp,
+    Timeout,
     Deduplication,
     Group,
     Parent,
@@ -216,6 +221,7 @@ impl<'de> Deserialize<'de> for Field {
                     "removeOnFail" => Field::RemoveOnFail,
                     "keepLogs" => Field::KeepLogs,
                     "timestamp" => Field::Timestamp,
+                    "timeout" => Field::Timeout,
                     "deduplication" => Field::Deduplication,
                     "group" => Field::Group,
                     "parent" => Field::Parent,
@@ -256,6 +262,7 @@ impl<'de> Deserialize<'de> for RawOptions {
                         Field::RemoveOnFail => o.remove_on_fail = map.next_value()?,
                         Field::KeepLogs => o.keep_logs = map.next_value()?,
                         Field::Timestamp => o.timestamp = map.next_value()?,
+                        Field::Timeout => o.timeout = map.next_value()?,
                         Field::Deduplication => o.deduplication = map.next_value()?,
                         Field::Group => o.group = map.next_value()?,
                         Field::Parent => o.parent = map.next_value()?,
@@ -366,6 +373,9 @@ impl JobOptions {
         }
         if let Some(n) = raw.keep_logs {
             integer_in("keepLogs", n, 0.0, u32::MAX as f64)?;
+        }
+        if let Some(t) = raw.timeout {
+            integer_in("timeout", t, 1.0, MAX_TIMEOUT_MS as f64)?;
         }
         if let Some(t) = raw.timestamp {
             non_negative_ms("timestamp", t)?;

@@ -128,3 +128,17 @@ fn backoff_delays() {
     assert_eq!(f.delay_with_jitter(3, 0.0), 35);
     assert_eq!(f.delay_with_jitter(3, 0.999_999), 70);
 }
+
+#[test]
+fn timeout_is_a_whole_number_of_ms_a_js_timer_can_keep() {
+    for ok in ["1", "1000", "2147483647"] {
+        assert!(
+            JobOptions::from_json(&format!(r#"{{"timeout":{ok}}}"#)).is_ok(),
+            "{ok}"
+        );
+    }
+    for bad in ["0", "-5", "1.5", "2147483648"] {
+        let e = JobOptions::from_json(&format!(r#"{{"timeout":{bad}}}"#)).unwrap_err();
+        assert!(e.to_string().contains("timeout"), "{bad}: {e}");
+    }
+}
