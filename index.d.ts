@@ -332,6 +332,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   readonly parent: { id: string; queueKey: string } | undefined
   /** A flow child's parent key, `prefix:queue:id` (read from `opts.parent`). */
   readonly parentKey: string | undefined
+  /** The name of the job's queue. */
+  readonly queueName: string
   /** The key of the job's queue, `prefix:name`. */
   readonly queueQualifiedName: string
 
@@ -480,6 +482,10 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
   failed: (job: Job<DataType, ReturnType, NameType> | undefined, error: Error, prev: string) => void
   drained: () => void
   error: (failedReason: Error) => void
+  /** The worker can take jobs (emitted once, right after it is created). */
+  ready: () => void
+  /** `close()` began (message: `closing worker`); `closed` follows once it is done. */
+  closing: (msg: string) => void
   /** A job that was active when the process using the file died (reported once, after restart). */
   stalled: (jobId: string, prev: string) => void
   paused: () => void

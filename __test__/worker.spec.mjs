@@ -407,3 +407,21 @@ describe('Worker', () => {
     expect([...seen.values()].every((c) => c === 1)).toBe(true)
   })
 })
+
+describe('Worker lifecycle events and job fields', () => {
+  it('emits ready once created, and closing before closed', async () => {
+    const { name, queue } = setup('w-events')
+    const worker = new Worker(name, async (job) => job.queueName)
+    const seen = []
+    worker.on('ready', () => seen.push('ready'))
+    worker.on('closing', (msg) => seen.push(`closing: ${msg}`))
+    worker.on('closed', () => seen.push('closed'))
+    await waitFor(() => seen.includes('ready'))
+    await queue.add('x', {})
+    const [job, value] = await once(worker, 'completed')
+    expect([job.queueName, value]).toEqual([name, name])
+    await worker.close()
+    expect(seen).toEqual(['ready', 'closing: closing worker', 'closed'])
+    expect((await queue.getJob(job.id)).queueName).toBe(name)
+  })
+})

@@ -163,6 +163,11 @@ class Job {
     return p && `${p.queue}:${p.id}`
   }
 
+  /** The name of the job's queue (BullMQ's field). */
+  get queueName() {
+    return this.queue.name
+  }
+
   /** BullMQ's key of the job's queue: `prefix:name`. */
   get queueQualifiedName() {
     return this.queue.qualifiedName

@@ -82,6 +82,10 @@ class Worker extends QueueHandle {
     this._idle = null
     this._runPromise = null
     this._emitting = new Set()
+    // BullMQ's `ready`: the worker can take jobs (its engine or connection is open already).
+    queueMicrotask(() => {
+      if (!this._closing) this._emitSafe('ready')
+    })
     if (o.autorun !== false) {
       queueMicrotask(() => {
         if (!this._running && !this._closing) this.run().catch((err) => this._emitError(err))
@@ -545,6 +549,7 @@ class Worker extends QueueHandle {
    */
   close(force = false) {
     if (this._closing) return this._closing
+    this._emitSafe('closing', 'closing worker')
     this._closing = (async () => {
       this._cancelPulls()
       this._wakeUp()
