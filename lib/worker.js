@@ -9,11 +9,12 @@ const { Job } = require('./job')
 const { Prefetch } = require('./prefetch')
 const { decideBackoff } = require('./backoff')
 const { QueueHandle } = require('./handle')
-const { Completed, Retrying, Failed, Stale, failureOf, retentionJson, customBackoff, settleJob } = require('./outcome')
-const { completedText, failedText, releasedText, sendAcks } = require('./ack-wire')
+const { Stale, failureOf, retentionJson, customBackoff } = require('./outcome')
+const { completedText, failedText, releasedText } = require('./ack-wire')
 const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
 const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
+const { flushAcks } = require('./worker-acks')
 
 let nextPuller = 1
 /** The most jobs one pull asks for (a u32 of the binding). */
@@ -382,84 +383,7 @@ class Worker extends QueueHandle {
   }
 
   _flush() {
-    this._flushQueued = false
-    const texts = this._acks
-    const entries = this._ackJobs
-    this._acks = []
-    this._ackJobs = []
-    if (texts.length === 0) return
-    const results = sendAcks(this._h, texts, entries, (e) => this._emitError(e))
-    if (isPending(results)) {
-      this._startBuffered()
-      // Acks answered later (held back by the writer's backlog, or a database round trip):
-      // settle the jobs when they are. If the answer fails (the storage failed, or the round
-      // trip), the outcomes count as not recorded here; a durable backend delivers those jobs
-      // again (at-least-once).
-      // Out of `_emitting` before settling, so that the last ack can see the worker drained.
-      const p = results.then(
-        (r) => {
-          this._emitting.delete(p)
-          this._acked(entries, r)
-        },
-        (e) => {
-          this._emitting.delete(p)
-          this._emitError(fromBinding(e))
-          // The database is out of reach: jobs held ahead would run in the dark and their acks
-          // fail too (each would run again after its lease), so they go back, or, if that fails
-          // too, wait out their lease unstarted.
-          this._releaseBuffer()
-          this._acked(entries, new Array(entries.length).fill(Stale))
-        },
-      )
-      this._emitting.add(p)
-      // The slots are free already: the next pull goes while the acks are in flight.
-      this._wakeUp()
-      return
-    }
-    this._acked(entries, results)
-    this._startBuffered()
-  }
-
-  /** Settles acked jobs with their outcomes and reports them once durable. */
-  _acked(entries, results) {
-    const now = Date.now()
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]
-      this._active.delete(entry.token)
-      entry.result = results[i]
-      settleJob(entry, now)
-    }
-    const emit = () => {
-      for (let i = 0; i < entries.length; i++) {
-        const { job, result, error, value } = entries[i]
-        if (result === Completed) this._emitSafe('completed', job, value, 'active')
-        else if (result === Retrying || result === Failed) this._emitSafe('failed', job, error, 'active')
-      }
-      if (this._active.size === 0 && this._pulling && this._emitting.size === 0 && this._held === 0) this._maybeDrained()
-    }
-    // Outcomes are reported only once they are durable (at once in memory).
-    const wait = this._commitWait()
-    if (wait) {
-      const p = wait.then(
-        () => {
-          this._emitting.delete(p)
-          emit()
-        },
-        (err) => {
-          this._emitting.delete(p)
-          this._emitError(err)
-        },
-      )
-      this._emitting.add(p)
-    } else emit()
-    if (this._active.size === 0) {
-      const idle = this._idle
-      if (idle) {
-        this._idle = null
-        idle()
-      }
-    }
-    this._wakeUp()
+    flushAcks(this)
   }
 
   /**
