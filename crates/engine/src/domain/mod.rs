@@ -14,6 +14,7 @@ pub mod job_table;
 pub mod limits;
 pub mod listing;
 pub mod options;
+mod options_raw;
 #[cfg(test)]
 mod options_tests;
 pub mod queue;
