@@ -9,6 +9,7 @@ mod engine_disk;
 pub mod engine_flows;
 mod engine_groups;
 mod engine_ops;
+mod engine_pull;
 pub mod events;
 mod tickets;
 mod timer;
