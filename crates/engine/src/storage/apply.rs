@@ -23,9 +23,24 @@ pub struct Applied {
     pub revived: Vec<(RevivedReply, Option<JobRow>)>,
 }
 
-/// Rows per multi-row insert (23 parameters each, well under SQLite's limit).
+/// Rows per multi-row insert (24 parameters each at most, well under SQLite's limit).
 pub const INSERT_CHUNK: usize = 32;
 const JOB_COLUMNS: usize = 24;
+/// The columns of a lean insert (see [`lean`]): `queue` to `attempts_started`.
+const LEAN_COLUMNS: usize = 17;
+
+/// Whether a row's rarely set columns (`progress` to `stalled_counter`) are all at their
+/// defaults, as a new job's are: it is inserted without them, 17 parameters instead of 24.
+fn lean(r: &JobRow) -> bool {
+    let e = &r.extra;
+    e.progress.is_none()
+        && e.returnvalue.is_none()
+        && e.failed_reason.is_none()
+        && e.stacktrace.is_none()
+        && e.logs.is_none()
+        && e.deps.is_none()
+        && e.stalled_counter == 0
+}
 
 /// Stable numeric codes of states in the `state` column.
 pub fn state_code(s: JobState) -> i64 {
@@ -54,18 +69,23 @@ pub fn state_of_code(c: i64) -> Option<JobState> {
     })
 }
 
-fn insert_sql(rows: usize) -> String {
+fn insert_sql(rows: usize, lean: bool) -> String {
     let mut sql = String::from(
         "INSERT OR REPLACE INTO jobs (queue, key, custom_id, name, data, opts, state, priority, delay, \
-         timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, \
-         progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter) VALUES ",
+         timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started",
     );
+    sql.push_str(if lean {
+        ") VALUES "
+    } else {
+        ", progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter) VALUES "
+    });
+    let columns = if lean { LEAN_COLUMNS } else { JOB_COLUMNS };
     for r in 0..rows {
         if r > 0 {
             sql.push(',');
         }
         sql.push('(');
-        for c in 0..JOB_COLUMNS {
+        for c in 0..columns {
             if c > 0 {
                 sql.push(',');
             }
@@ -76,8 +96,15 @@ fn insert_sql(rows: usize) -> String {
     sql
 }
 
-/// Binds row `r` of queue `q` to the parameters after `at` (0-based) of a multi-row insert.
-fn bind_row(stmt: &mut Statement, at: usize, q: &str, r: &JobRow) -> rusqlite::Result<()> {
+/// Binds row `r` of queue `q` to the parameters after `at` (0-based) of a multi-row insert
+/// (`lean`: its first [`LEAN_COLUMNS`] only).
+fn bind_row(
+    stmt: &mut Statement,
+    at: usize,
+    q: &str,
+    r: &JobRow,
+    lean: bool,
+) -> rusqlite::Result<()> {
     let s = &r.state;
     let p = |i: usize| at + i;
     stmt.raw_bind_parameter(p(1), q)?;
@@ -97,6 +124,9 @@ fn bind_row(stmt: &mut Statement, at: usize, q: &str, r: &JobRow) -> rusqlite::R
     stmt.raw_bind_parameter(p(15), s.finished_on as i64)?;
     stmt.raw_bind_parameter(p(16), s.attempts_made as i64)?;
     stmt.raw_bind_parameter(p(17), s.attempts_started as i64)?;
+    if lean {
+        return Ok(());
+    }
     stmt.raw_bind_parameter(p(18), r.extra.progress.as_deref())?;
     stmt.raw_bind_parameter(p(19), r.extra.returnvalue.as_deref())?;
     stmt.raw_bind_parameter(p(20), r.extra.failed_reason.as_deref())?;
@@ -117,15 +147,16 @@ pub(super) fn apply_writes(conn: &Connection, mut ops: Vec<Write>) -> rusqlite::
     let mut done = Applied::default();
     let mut i = 0;
     while i < ops.len() {
-        if is_insert(&ops[i]) {
+        if let Some(shape) = insert_shape(&ops[i]) {
             let mut j = i;
-            while j < ops.len() && j - i < INSERT_CHUNK && is_insert(&ops[j]) {
+            while j < ops.len() && j - i < INSERT_CHUNK && insert_shape(&ops[j]) == Some(shape) {
                 j += 1;
             }
-            let mut stmt = conn.prepare_cached(&insert_sql(j - i))?;
+            let mut stmt = conn.prepare_cached(&insert_sql(j - i, shape))?;
+            let columns = if shape { LEAN_COLUMNS } else { JOB_COLUMNS };
             for (n, op) in ops[i..j].iter().enumerate() {
                 if let Write::Op(StorageOp::Insert(q, row)) = op {
-                    bind_row(&mut stmt, n * JOB_COLUMNS, q, row)?;
+                    bind_row(&mut stmt, n * columns, q, row, shape)?;
                 }
             }
             stmt.raw_execute()?;
@@ -148,8 +179,12 @@ pub(super) fn apply_writes(conn: &Connection, mut ops: Vec<Write>) -> rusqlite::
     Ok(done)
 }
 
-fn is_insert(w: &Write) -> bool {
-    matches!(w, Write::Op(StorageOp::Insert(..)))
+/// For an insert, whether it is lean (see [`lean`]); `None` for any other write.
+fn insert_shape(w: &Write) -> Option<bool> {
+    match w {
+        Write::Op(StorageOp::Insert(_, row)) => Some(lean(row)),
+        _ => None,
+    }
 }
 
 macro_rules! update_sql {
