@@ -2,8 +2,7 @@
 //! place (delayed or ready).
 
 use super::{id_of, Added, Effects, NewJob, QueueState};
-use crate::domain::dedup::Deduplication;
-use crate::domain::dedup::Verdict;
+use crate::domain::dedup::{Deduplication, Verdict};
 use crate::domain::event::EventKind;
 use crate::domain::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::options::JobOptions;
