@@ -16,18 +16,18 @@ function timeoutError(ms) {
 }
 
 /**
- * Starts the timer of a job run (`entry`, see Worker#_start) when its options set `timeout`;
- * `fire(entry, error)` runs once it passes while the processor still runs.
+ * Starts the timer of a job run (`entry`, see Worker#_start) whose options set `timeout` (`ms`,
+ * checked when the job was added); once it passes while the processor still runs, the signal
+ * aborts and `worker` fails the job.
  */
-function startTimeout(entry, opts, fire) {
-  const ms = opts !== null && typeof opts === 'object' ? opts.timeout : undefined
+function startTimeout(worker, entry, ms) {
   if (typeof ms !== 'number') return
   entry.timer = setTimeout(() => {
     entry.timer = undefined
     if (entry.done) return
     const e = timeoutError(ms)
     if (entry.controller) entry.controller.abort(e)
-    fire(entry, e)
+    worker._fail(entry, e)
   }, ms)
 }
 

@@ -316,7 +316,8 @@ class Worker extends QueueHandle {
     this._prefetch.starts++
     this._worked = true
     this._emitSafe('active', job, 'waiting')
-    startTimeout(entry, job.opts, (e, err) => this._fail(e, err))
+    const timeout = job.opts.timeout
+    if (timeout !== undefined) startTimeout(this, entry, timeout)
     try {
       const result = this._processor(job, job.token, controller && controller.signal)
       if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
@@ -372,7 +373,7 @@ class Worker extends QueueHandle {
   _queueAck(entry, text) {
     if (entry.done) return
     entry.done = true
-    stopTimeout(entry)
+    if (entry.timer !== undefined) stopTimeout(entry)
     this._processing--
     this._acks.push(text)
     this._ackJobs.push(entry)
