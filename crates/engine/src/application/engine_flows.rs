@@ -15,7 +15,7 @@ use parking_lot::MutexGuard;
 
 use super::engine::{Engine, Inner};
 use crate::backend::QueueRef;
-use crate::domain::flow::{with_parent_json, ChildRef, Deps, Notice, OnChildFailure};
+use crate::domain::flow::{with_parent_json, ChildRef, Deps, Notice};
 use crate::domain::queue::{Added, Effects, NewJob, QueueState};
 use crate::domain::shard::Shard;
 use crate::error::{EngineError, Result};
@@ -144,7 +144,7 @@ impl Engine {
         let mut ops = Vec::new();
         let mut held = Held::new(&self.inner);
         for job in &jobs {
-            check_rule_has_parent(job)?;
+            job.opts.check_rule_has_parent()?;
             if let Some((queue, id)) = job.opts.parent() {
                 held.queue(queue).check_parent(id)?;
             }
@@ -205,7 +205,7 @@ impl Engine {
                 }
             }
             if n.parent.is_none() {
-                check_rule_has_parent(&n.job)?;
+                n.job.opts.check_rule_has_parent()?;
                 if let Some((queue, id)) = n.job.opts.parent() {
                     held.queue(queue).check_parent(id)?;
                 }
@@ -250,16 +250,4 @@ impl Engine {
     pub fn dependencies(&self, q: &QueueRef, id: &str) -> Option<Deps> {
         self.read(q, |qs| qs.dependencies(id)).flatten()
     }
-}
-
-/// A child failure rule needs a parent to act on.
-fn check_rule_has_parent(job: &NewJob) -> Result<()> {
-    if job.opts.parent().is_none() && job.opts.on_child_failure() != OnChildFailure::Wait {
-        return Err(EngineError::type_error(
-            "parent",
-            "is required by failParentOnFailure, ignoreDependencyOnFailure, \
-             removeDependencyOnFailure and continueParentOnFailure",
-        ));
-    }
-    Ok(())
 }

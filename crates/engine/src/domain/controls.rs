@@ -11,6 +11,7 @@ use super::dedup::Deduplication;
 use super::flow::OnChildFailure;
 use super::groups::option::JobGroup;
 use super::options::JobOptions;
+use crate::error::{EngineError, Result};
 
 /// The flow-control options of one job.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,6 +49,23 @@ impl JobOptions {
     /// Whether the job names a parent, or a child failure rule (which needs one).
     pub fn linked(&self) -> bool {
         self.parent().is_some() || self.on_child_failure() != OnChildFailure::Wait
+    }
+
+    /// A child failure rule needs a parent to act on: the error when one is set without it.
+    pub fn check_rule_has_parent(&self) -> Result<()> {
+        if self.parent().is_none() && self.on_child_failure() != OnChildFailure::Wait {
+            return Err(EngineError::type_error(
+                "parent",
+                "is required by failParentOnFailure, ignoreDependencyOnFailure, \
+                 removeDependencyOnFailure and continueParentOnFailure",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes the `deduplication` option out (the caller handles it apart).
+    pub fn take_deduplication(&mut self) -> Option<Deduplication> {
+        self.controls.as_mut()?.deduplication.take()
     }
 
     /// The flow-control options, boxed at the first change.

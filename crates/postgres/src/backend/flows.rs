@@ -136,15 +136,7 @@ async fn add_nodes(
         if let Some(p) = n.parent {
             depth[i] = depth[p] + 1;
         } else {
-            if n.job.opts.parent().is_none()
-                && n.job.opts.on_child_failure() != OnChildFailure::Wait
-            {
-                return Err(EngineError::type_error(
-                    "parent",
-                    "is required by failParentOnFailure, ignoreDependencyOnFailure, \
-                     removeDependencyOnFailure and continueParentOnFailure",
-                ));
-            }
+            n.job.opts.check_rule_has_parent()?;
             if let Some((q, id)) = n.job.opts.parent() {
                 flows::lock_parent(c, t, q, id).await?;
                 flows::check_parent(c, t, q, id).await?;

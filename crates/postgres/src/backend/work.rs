@@ -51,11 +51,7 @@ pub(super) async fn add_deduplicated(
     let rows: Vec<_> = jobs
         .into_iter()
         .map(|mut j| {
-            let d = j
-                .opts
-                .controls
-                .as_mut()
-                .and_then(|c| c.deduplication.take());
+            let d = j.opts.take_deduplication();
             (row_of(j, now), d)
         })
         .collect();
