@@ -234,6 +234,29 @@ export interface WorkerOptions extends QueueBaseOptions {
   removeOnComplete?: KeepJobs
   /** Retention for jobs that have no `removeOnFail` of their own. */
   removeOnFail?: KeepJobs
+  /**
+   * The lease of each job this worker takes, ms (default 30,000). In one process the engine
+   * holds a worker's leases for as long as the worker lives, however long a processor blocks the
+   * event loop, and its jobs stall at once when it is gone (closed with jobs left, garbage
+   * collected, its thread terminated). On PostgreSQL a lease lasts this long unless renewed:
+   * the process renews it (not the event loop), so only a dead process or worker loses it.
+   */
+  lockDuration?: number
+  /** How often the leases are renewed on PostgreSQL, ms (default half of `lockDuration`). */
+  lockRenewTime?: number
+  /**
+   * How often this worker's process looks for expired leases on PostgreSQL, ms (default
+   * 30,000; the elected process also looks every 5 s). In one process stalls are found at once.
+   */
+  stalledInterval?: number
+  /**
+   * Times a job may stall and still run again (default 1); past it the job fails with `job
+   * stalled more than allowable limit`. It applies to the jobs this worker held (in one
+   * process) or that this worker's process finds expired (PostgreSQL).
+   */
+  maxStalledCount?: number
+  /** This worker's process does not look for expired leases for it (PostgreSQL). */
+  skipStalledCheck?: boolean
   settings?: {
     /**
      * Computes the wait before a retry for jobs whose backoff type is not built in: the wait in
@@ -486,7 +509,11 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
   ready: () => void
   /** `close()` began (message: `closing worker`); `closed` follows once it is done. */
   closing: (msg: string) => void
-  /** A job that was active when the process using the file died (reported once, after restart). */
+  /**
+   * A job of this queue stalled: its worker was gone (or, on PostgreSQL, its lease expired) while
+   * it ran; also a job that was active when the process using the file died (reported once,
+   * after restart).
+   */
   stalled: (jobId: string, prev: string) => void
   paused: () => void
   resumed: () => void
@@ -545,6 +572,8 @@ export interface QueueEventsListener {
   duplicated: (args: { jobId: string }, id: string) => void
   /** A flow parent was added waiting for its children. */
   'waiting-children': (args: { jobId: string }, id: string) => void
+  /** An active job lost its worker (or its lease expired); `waiting` or `failed` follows. */
+  stalled: (args: { jobId: string }, id: string) => void
   /** An add found `jobId` holding the key of `deduplicationId` (with `replace`, `jobId` is the new job); `deduplicatedJobId` is the job not kept. */
   deduplicated: (args: { jobId: string; deduplicationId: string; deduplicatedJobId: string }, id: string) => void
   cleaned: (args: { count: number }, id: string) => void

@@ -11,9 +11,8 @@ describe('no option is silently ignored', () => {
     const cases = [
       [() => new Queue(uniqueName(), { streams: { events: { maxLen: 10 } } }), /^streams /],
       [() => new Queue(uniqueName(), { telemetry: {} }), /^telemetry /],
-      [() => new Worker(uniqueName(), () => {}, { lockDuration: 30_000 }), /^lockDuration /],
-      [() => new Worker(uniqueName(), () => {}, { stalledInterval: 30_000 }), /^stalledInterval /],
-      [() => new Worker(uniqueName(), () => {}, { maxStalledCount: 2 }), /^maxStalledCount /],
+      [() => new Worker(uniqueName(), () => {}, { skipLockRenewal: true }), /^skipLockRenewal /],
+      [() => new Worker(uniqueName(), () => {}, { maxStartedAttempts: 2 }), /^maxStartedAttempts /],
       [() => new Worker(uniqueName(), () => {}, { metrics: { maxDataPoints: 10 } }), /^metrics /],
       [() => new Worker(uniqueName(), () => {}, { settings: { repeatStrategy: () => 1 } }), /^settings\.repeatStrategy /],
       [() => new QueueEvents(uniqueName(), { blockingTimeout: 1000 }), /^blockingTimeout /],

@@ -2,7 +2,7 @@
 // back mid-run. Calls in flight settle with a clear error instead of hanging; the producer's
 // retries (custom jobIds make them safe) and the worker reconnect; nothing acknowledged is lost,
 // and a job runs twice only when its acknowledgement was cut off (it comes back when its lease
-// expires: 30 s, the default lockDuration); jobs held ahead (prefetch) are given back at the
+// expires: the worker's lockDuration of 3 s); jobs held ahead (prefetch) are given back at the
 // first failed ack.
 //
 // The test starts a server of its own (scripts/postgres.sh) so that crashing it disturbs no other
@@ -33,7 +33,7 @@ run('PostgreSQL faults', () => {
       runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
       await new Promise((r) => setTimeout(r, 1))
       return job.data.i
-    }, { connection: url, concurrency: CONCURRENCY })
+    }, { connection: url, concurrency: CONCURRENCY, lockDuration: 3000, stalledInterval: 500 })
     const errors = []
     worker.on('error', (e) => errors.push(e))
     // The run after which each job was acknowledged (the Worker's `completed` comes after the

@@ -1,7 +1,7 @@
 // Many processes on one PostgreSQL queue: a producer, two workers and QueueEvents, each its own
 // process (fixtures/pg-role.mjs, on the runtime running this test). One worker is killed with
-// SIGKILL mid-run: the jobs it held come back when their lease expires (30 s, the default
-// lockDuration) and complete on the other; every job completes exactly once.
+// SIGKILL mid-run: the jobs it held come back when their lease expires (the workers' lockDuration
+// of 3 s) and complete on the other; every job completes exactly once.
 //
 // It runs in the embedded pass of scripts/test.sh only (it names its connection itself, so the
 // PostgreSQL pass would run it a second time for nothing).
@@ -46,7 +46,7 @@ run('PostgreSQL: many processes on one queue', () => {
       await waitFor(() => producer.lines.includes('DONE'), 60_000).catch(() => {
         throw new Error(`the producer did not finish: ${producer.stderr}`)
       })
-      // The killed worker's jobs come back after their 30 s lease and the sweep that follows.
+      // The killed worker's jobs come back after their 3 s lease and the sweep that follows.
       await waitFor(() => new Set(idsOf(events, 'E')).size >= JOBS, 90_000, 100).catch(() => {
         throw new Error(`QueueEvents heard ${new Set(idsOf(events, 'E')).size} of ${JOBS} completions; worker: ${survivor.stderr}`)
       })
@@ -82,6 +82,8 @@ run('PostgreSQL: many processes on one queue', () => {
       expect(redone.length).toBeGreaterThan(0)
       expect(redone.filter((id) => !survivorDid.has(id))).toEqual([])
       expect(redone.filter((id) => byKilled.has(id))).toEqual([])
+      // QueueEvents heard each stall.
+      expect(new Set(idsOf(events, 'T')).size).toBeGreaterThanOrEqual(new Set(redone).size)
       expect(survivor.lines.filter((l) => l.startsWith('ERROR'))).toEqual([])
     } finally {
       for (const proc of all) proc.p.kill('SIGKILL')

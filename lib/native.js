@@ -47,7 +47,9 @@ class Engine {
     this.closing = null
     this.closeError = null
     this.timer = null
-    binding.setEventCallback(id, () => this._dispatch())
+    // Events are drained by one JS thread per engine: the one that listens. A thread that only
+    // adds or processes (a worker thread) must not take them from the thread that listens.
+    this.eventsWired = false
     if (durable) binding.setCommitCallback(id, () => this._onCommit())
   }
 
@@ -142,6 +144,10 @@ class Engine {
     let set = this.listeners.get(queueName)
     if (!set) this.listeners.set(queueName, (set = new Set()))
     set.add(listener)
+    if (!this.eventsWired) {
+      binding.setEventCallback(this.id, () => this._dispatch())
+      this.eventsWired = true
+    }
     binding.subscribe(handle)
     if (this.shared && this.listening++ === 0) this.listenTimer = setInterval(keepAlive, 1 << 30)
   }

@@ -15,6 +15,7 @@ const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
 const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 const { flushAcks } = require('./worker-acks')
+const { leaseOptions, openLease, emitStalled, closeLease } = require('./lease')
 
 let nextPuller = 1
 /** The most jobs one pull asks for (a u32 of the binding). */
@@ -30,7 +31,7 @@ class Worker extends QueueHandle {
    */
   constructor(name, processor, opts) {
     if (typeof processor !== 'function') throw typeError('processor', `must be a function, got ${v.describe(processor)}`)
-    let keep
+    let keep, lease
     super('Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
       if (o.prefetch !== undefined) v.prefetch(o.prefetch)
@@ -42,6 +43,7 @@ class Worker extends QueueHandle {
         throw rangeError('drainDelay', `must be in (0, 3600] seconds, got ${o.drainDelay}`)
       }
       keep = retentionJson(o)
+      lease = leaseOptions(o)
     })
     const o = this.opts
     const concurrency = o.concurrency ?? 1
@@ -50,6 +52,16 @@ class Worker extends QueueHandle {
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
     // `limiter` and `group`, checked by the engine at each pull (pull-limits.js).
     this._limits = binding.pullLimits(pullLimits(o))
+    // Holds the leases of the jobs it takes; its end (close, GC, thread gone) stalls those left.
+    try {
+      this._lease = openLease(this, lease)
+    } catch (e) {
+      this._closeHandle().catch(() => {})
+      throw e
+    }
+    this._holder = this._lease.id
+    this._stalledListener = null
+    emitStalled(this)
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
@@ -234,7 +246,7 @@ class Worker extends QueueHandle {
       let text
       try {
         const sent = performance.now()
-        text = binding.tryPull(h, want, this._limits)
+        text = binding.tryPull(h, want, this._limits, this._holder)
         if (isPending(text)) {
           text = await native(text)
           this._prefetch.adapt(performance.now() - sent, this._concurrency)
@@ -251,7 +263,7 @@ class Worker extends QueueHandle {
         if (this._closing || this._paused) continue
         this._pulling = true
         try {
-          text = await binding.pull(h, this._puller, want, this._limits, this._pullTimeout)
+          text = await binding.pull(h, this._puller, want, this._limits, this._holder, this._pullTimeout)
         } catch (e) {
           this._emitError(fromBinding(e))
           text = '[]'
@@ -494,6 +506,7 @@ class Worker extends QueueHandle {
       if (!force) await this._whenIdle()
       while (this._emitting.size) await Promise.all([...this._emitting])
       while (this._releasing.size) await Promise.all([...this._releasing])
+      closeLease(this)
       await this._closeHandle()
       this.emit('closed')
     })()

@@ -18,6 +18,7 @@ mod events;
 mod flows;
 mod groups;
 mod jobs;
+mod lease;
 mod limits;
 mod queue;
 mod registry;

@@ -173,7 +173,9 @@ fn write_event(e: &Event, out: &mut String) {
             id(out, job_id);
             let _ = write!(out, ",\"attemptsMade\":{attempts_made}");
         }
-        EventKind::Duplicated { job_id } | EventKind::WaitingChildren { job_id } => id(out, job_id),
+        EventKind::Duplicated { job_id }
+        | EventKind::WaitingChildren { job_id }
+        | EventKind::Stalled { job_id } => id(out, job_id),
         EventKind::Deduplicated {
             job_id,
             deduplication_id,

@@ -23,7 +23,8 @@ use crate::text::js_text;
 
 /// Waits up to `timeout_ms` for ready jobs that may start (within the queue's limits, as
 /// [`try_pull`]); resolves with a JSON array of up to `max` activated
-/// job records (each with its `token`), empty on timeout or cancellation.
+/// job records (each with its `token`), empty on timeout or cancellation. The jobs are held by
+/// lease holder `holder` (`lease.rs`; 0: none).
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn pull(
     env: &Env,
@@ -31,11 +32,15 @@ pub fn pull(
     puller: u32,
     max: u32,
     limits: u32,
+    holder: u32,
     timeout_ms: u32,
 ) -> napi::Result<PromiseRaw<'_, String>> {
     let timeout = Duration::from_millis(timeout_ms as u64);
     let pending = run(env, || {
-        let worker = limits_of(limits)?;
+        let worker = WorkerLimits {
+            holder,
+            ..limits_of(limits)?
+        };
         with_queue(h, |b, q| b.pull(q, puller, max as usize, worker, timeout))
     })?;
     settle(env, pending)
@@ -96,20 +101,25 @@ fn worker_limits(l: &PullLimits) -> Result<WorkerLimits, EngineError> {
             concurrency: (l.group_concurrency > 0).then_some(l.group_concurrency),
             rate: rate("group.limit", l.group_max, l.group_duration)?,
         },
+        holder: 0,
     })
 }
 
 /// Activates up to `max` ready jobs now, within the queue's limits and the worker's (`limits`),
-/// without waiting: a JSON array, maybe empty.
+/// for lease holder `holder` (0: none), without waiting: a JSON array, maybe empty.
 #[napi(catch_unwind, ts_return_type = "string | Promise<string>")]
 pub fn try_pull(
     env: &Env,
     h: u32,
     max: u32,
     limits: u32,
+    holder: u32,
 ) -> napi::Result<Either<JsString<'_>, PromiseRaw<'_, String>>> {
     let reply = run(env, || {
-        let worker = limits_of(limits)?;
+        let worker = WorkerLimits {
+            holder,
+            ..limits_of(limits)?
+        };
         with_queue(h, |b, q| b.take(q, max as usize, worker))
     })?;
     match reply {

@@ -56,7 +56,7 @@ const fresh = (opts = {}) => new Queue(`breakdown-${process.pid}-${++seq}`, opts
   await fill()
   const texts = []
   let t = performance.now()
-  for (let i = 0; i < N; i += BATCH) texts.push(binding.tryPull(h, BATCH))
+  for (let i = 0; i < N; i += BATCH) texts.push(binding.tryPull(h, BATCH, 0, 0))
   row('process', `native tryPull (${BATCH} per call): engine take + JSON records`, ((performance.now() - t) * 1000) / N)
   t = performance.now()
   const records = texts.map((s) => JSON.parse(s))

@@ -27,6 +27,7 @@ use crate::application::events::Notifier;
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::JobState;
+use crate::domain::lease::LeaseTerms;
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, NewJob};
@@ -177,6 +178,13 @@ pub trait Backend: Send + Sync + 'static {
     fn cancel_pulls(&self, q: &QueueRef, puller: u32) -> Result<()>;
     /// Finishes activations; results in input order.
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>>;
+    /// Registers lease holder `holder` (an id unique in the process: one per Worker) with its
+    /// terms; the jobs it takes carry its id (`WorkerLimits::holder`).
+    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()>;
+    /// Holder `holder` is gone (closed, garbage-collected, its thread terminated): the jobs it
+    /// still holds stall, at once where the backend knows its holders (the embedded engine) or
+    /// when their leases expire (PostgreSQL). Answers how many stalled now.
+    fn let_go(&self, holder: u32) -> usize;
     /// Ids of jobs found active when the backend recovered (each reported once).
     fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>>;
 

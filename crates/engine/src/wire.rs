@@ -169,9 +169,9 @@ pub mod test_json {
                 put("jobId", job_id.as_str().into());
                 put("attemptsMade", (*attempts_made).into());
             }
-            EventKind::Duplicated { job_id } | EventKind::WaitingChildren { job_id } => {
-                put("jobId", job_id.as_str().into())
-            }
+            EventKind::Duplicated { job_id }
+            | EventKind::WaitingChildren { job_id }
+            | EventKind::Stalled { job_id } => put("jobId", job_id.as_str().into()),
             EventKind::Cleaned { count } => put("count", (*count).into()),
             EventKind::Drained | EventKind::Paused | EventKind::Resumed => {}
         }

@@ -4,7 +4,7 @@
 //! share the work). A swept job is stalled: it goes back to the head of waiting with
 //! `stalled_counter + 1` and no attempt spent, or, past `maxStalledCount`, fails with BullMQ's
 //! reason. Either way its token is cleared, so an ack from the process that lost it changes
-//! nothing.
+//! nothing, and QueueEvents hear `stalled` (then `waiting` or `failed`).
 
 use ferroqueue_engine::EngineError;
 use tokio_postgres::{Client, Statement};
@@ -20,6 +20,8 @@ pub struct Lease {
     pub queue: String,
     pub key: i64,
     pub token: i64,
+    /// Its length from now, ms (its holder's `lockDuration`).
+    pub lease_ms: i64,
 }
 
 /// What the sweep did with one expired lease.
@@ -48,8 +50,8 @@ impl LeaseStatements {
         // One lookup of the token index per lease (see `acks.rs` for why by token).
         let renew = prep(format!(
             "UPDATE {s}.jobs j
-            SET lease_until = clock_timestamp() + $4::int8 * interval '1 millisecond'
-            FROM unnest($1::text[], $2::int8[], $3::int8[]) AS l(queue, key, token)
+            SET lease_until = clock_timestamp() + l.ms * interval '1 millisecond'
+            FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) AS l(queue, key, token, ms)
             WHERE j.token = l.token AND j.key = l.key AND j.state::int4 = 3
             RETURNING j.queue, j.key"
         ))
@@ -99,7 +101,25 @@ impl LeaseStatements {
                 FROM back JOIN q ON q.name = back.queue
                 WHERE j.ctid = ANY(ARRAY(SELECT row FROM back))
                   AND j.queue = back.queue AND j.key = back.key
-                RETURNING j.queue, j.key
+                RETURNING j.queue, j.key, COALESCE(j.custom_id, j.key::text) AS id
+            ), ev AS (
+                -- `stalled` first, then where each went (ids are drawn in this order).
+                INSERT INTO {s}.events (queue, event, payload)
+                SELECT queue, event, payload FROM (
+                    SELECT queue, 1 AS o, 'stalled' AS event,
+                           json_agg(json_build_object('id', id))::text AS payload
+                    FROM (SELECT queue, id FROM waiting UNION ALL SELECT queue, id FROM moved) st
+                    GROUP BY queue
+                    UNION ALL
+                    SELECT queue, 2, 'waiting',
+                           json_agg(json_build_object('id', id, 'prev', 'active'))::text
+                    FROM waiting GROUP BY queue
+                    UNION ALL
+                    SELECT queue, 3, 'failed',
+                           json_agg(json_build_object('id', id, 'reason', '{STALLED_TOO_OFTEN}'))::text
+                    FROM moved GROUP BY queue
+                ) e
+                ORDER BY o
             )
             SELECT queue, key, false, NULL::text, NULL::text FROM waiting
             UNION ALL
@@ -109,14 +129,13 @@ impl LeaseStatements {
         Ok(LeaseStatements { renew, sweep })
     }
 
-    /// Extends every lease in `leases` (of any queues) to `lease_ms` from now; answers the
+    /// Extends every lease in `leases` (of any queues) to its length from now; answers the
     /// `(queue, key)` of those still held (the others were swept or acked).
     pub async fn renew(
         &self,
         client: &Client,
         t: &Target,
         leases: &[Lease],
-        lease_ms: i64,
     ) -> Result<Vec<(String, i64)>, EngineError> {
         if leases.is_empty() {
             return Ok(Vec::new());
@@ -124,13 +143,11 @@ impl LeaseStatements {
         let queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
         let keys: Vec<i64> = leases.iter().map(|l| l.key).collect();
         let tokens: Vec<i64> = leases.iter().map(|l| l.token).collect();
-        let rows = crate::connect::query_retrying(
-            client,
-            &self.renew,
-            &[&queues, &keys, &tokens, &lease_ms],
-        )
-        .await
-        .map_err(|e| t.error("cannot renew leases", e))?;
+        let ms: Vec<i64> = leases.iter().map(|l| l.lease_ms).collect();
+        let rows =
+            crate::connect::query_retrying(client, &self.renew, &[&queues, &keys, &tokens, &ms])
+                .await
+                .map_err(|e| t.error("cannot renew leases", e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 

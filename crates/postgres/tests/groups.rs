@@ -93,6 +93,7 @@ async fn two_connections_never_pass_a_groups_concurrency() {
             concurrency: Some(1),
             rate: None,
         },
+        holder: 0,
     };
     let mut active: Vec<Claimed> = Vec::new();
     let mut done = 0;

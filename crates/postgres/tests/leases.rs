@@ -28,6 +28,7 @@ fn lease(key: i64, token: i64) -> Lease {
         queue: "q".into(),
         key,
         token,
+        lease_ms: 30_000,
     }
 }
 
@@ -49,7 +50,7 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
     expire(&c, &t, b.key).await;
     // b's holder renews in time; a's does not.
     let held = ls
-        .renew(&c, &t, &[lease(b.key, b.token)], 30_000)
+        .renew(&c, &t, &[lease(b.key, b.token)])
         .await
         .expect("renewed");
     assert_eq!(held, vec![("q".to_string(), b.key)]);
@@ -62,6 +63,32 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
         opts: None,
     };
     assert_eq!(swept, vec![stalled]);
+    // QueueEvents hear it: `stalled`, then `waiting` from `active`.
+    let events: Vec<(String, String)> = c
+        .query(
+            &format!(
+                "SELECT event, payload FROM {}.events WHERE event IN ('stalled', 'waiting') \
+                 AND payload LIKE '%\"prev\"%' OR event = 'stalled' ORDER BY id",
+                t.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("events")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let id = a.key.to_string();
+    assert_eq!(
+        events,
+        vec![
+            ("stalled".into(), format!(r#"[{{"id" : "{id}"}}]"#)),
+            (
+                "waiting".into(),
+                format!(r#"[{{"id" : "{id}", "prev" : "active"}}]"#)
+            ),
+        ]
+    );
     assert!(ls.sweep(&c, &t, 100, 1).await.expect("again").is_empty());
     // a's old holder has lost it: its ack and its renewal change nothing.
     let late = st
@@ -70,7 +97,7 @@ async fn an_expired_lease_stalls_its_job_and_past_the_limit_it_fails() {
         .expect("acked");
     assert!(late.is_empty(), "a stale token completes nothing");
     let renewed = ls
-        .renew(&c, &t, &[lease(a.key, a.token)], 30_000)
+        .renew(&c, &t, &[lease(a.key, a.token)])
         .await
         .expect("renewed");
     assert!(renewed.is_empty());

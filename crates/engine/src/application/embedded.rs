@@ -15,6 +15,7 @@ use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
+use crate::domain::lease::LeaseTerms;
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
@@ -166,6 +167,18 @@ impl Backend for Engine {
 
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
         self.paced(self.ack_many(q, acks))
+    }
+
+    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()> {
+        Engine::hold(self, holder, terms.checked()?);
+        Ok(())
+    }
+
+    fn let_go(&self, holder: u32) -> usize {
+        if self.is_closed() {
+            return 0;
+        }
+        Engine::let_go(self, holder)
     }
 
     fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>> {

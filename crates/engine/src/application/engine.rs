@@ -18,6 +18,7 @@ use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::Event;
 use crate::domain::job::{JobKey, JobState};
+use crate::domain::lease::LeaseTerms;
 use crate::domain::options::KeepJobs;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::queue_name::qualified_name;
@@ -95,6 +96,8 @@ pub(super) struct Inner {
     /// (`engine_flows.rs`).
     pub(super) flows: AtomicBool,
     pub(super) flow_lock: Mutex<()>,
+    /// The terms of live lease holders (`engine_leases.rs`).
+    pub(super) holders: Mutex<rustc_hash::FxHashMap<u32, LeaseTerms>>,
 }
 
 impl Drop for Inner {
@@ -178,6 +181,7 @@ impl Engine {
             serial: super::tickets::next_serial(),
             flows: AtomicBool::new(flows),
             flow_lock: Mutex::new(()),
+            holders: Mutex::default(),
         });
         if let Some(s) = &inner.storage {
             let weak: Weak<Inner> = Arc::downgrade(&inner);

@@ -8,6 +8,7 @@ pub mod engine;
 mod engine_disk;
 pub mod engine_flows;
 mod engine_groups;
+mod engine_leases;
 mod engine_ops;
 mod engine_pull;
 pub mod events;

@@ -57,6 +57,11 @@ pub enum EventKind {
     WaitingChildren {
         job_id: String,
     },
+    /// An active job's lease holder was lost (a Worker gone, a process dead): it went back to
+    /// waiting, or failed for stalling too often.
+    Stalled {
+        job_id: String,
+    },
     Cleaned {
         count: usize,
     },
@@ -88,6 +93,7 @@ impl EventKind {
             EventKind::Duplicated { .. } => "duplicated",
             EventKind::Deduplicated { .. } => "deduplicated",
             EventKind::WaitingChildren { .. } => "waiting-children",
+            EventKind::Stalled { .. } => "stalled",
             EventKind::Cleaned { .. } => "cleaned",
             EventKind::Drained => "drained",
             EventKind::Paused => "paused",

@@ -161,6 +161,9 @@ pub struct Job {
     pub ready_order: i64,
     /// Token of the current activation; acks with another token are stale.
     pub lock: u64,
+    /// The lease holder (a live Worker) of the current activation, 0 for none: when the holder
+    /// is gone its jobs stall (`queue/stall.rs`).
+    pub holder: u32,
     /// Position in the ordered set of its state (active/completed/failed).
     pub state_seq: u64,
     pub extra: Option<Box<JobExtra>>,
@@ -227,6 +230,7 @@ impl Job {
             ready_gen: 0,
             ready_order: 0,
             lock: 0,
+            holder: 0,
             state_seq: 0,
             extra: None,
         }

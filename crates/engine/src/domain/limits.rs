@@ -18,11 +18,13 @@ pub struct RateLimit {
     pub duration: u64,
 }
 
-/// The limits a taking worker brings: its `limiter` and its `group` option's defaults.
+/// What a taking worker brings: its `limiter`, its `group` option's defaults, and the lease
+/// holder its jobs are held by (0: none; see `queue/stall.rs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerLimits {
     pub rate: Option<RateLimit>,
     pub group: GroupDefaults,
+    pub holder: u32,
 }
 
 impl WorkerLimits {
@@ -30,7 +32,7 @@ impl WorkerLimits {
     pub fn rate(rate: Option<RateLimit>) -> WorkerLimits {
         WorkerLimits {
             rate,
-            group: GroupDefaults::default(),
+            ..WorkerLimits::default()
         }
     }
 }

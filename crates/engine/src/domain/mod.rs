@@ -11,6 +11,7 @@ pub mod groups;
 pub mod job;
 pub mod job_store;
 pub mod job_table;
+pub mod lease;
 pub mod limits;
 pub mod listing;
 pub mod options;

@@ -49,6 +49,15 @@ impl Shard {
         })
     }
 
+    /// The names of the queues that have active jobs.
+    pub fn with_active(&self) -> Vec<Arc<str>> {
+        self.queues
+            .values()
+            .filter(|q| q.active_len() > 0)
+            .map(|q| q.name().clone())
+            .collect()
+    }
+
     /// Runs `f` on every queue that has delayed jobs; returns the earliest run-at left.
     pub fn each_delayed(&mut self, mut f: impl FnMut(&mut QueueState)) -> Option<u64> {
         let mut next: Option<u64> = None;

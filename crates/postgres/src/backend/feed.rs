@@ -217,6 +217,7 @@ pub(super) fn expand(row: &EventRow, out: &mut Vec<Event>) {
                 });
             }
             "duplicated" => push(EventKind::Duplicated { job_id }),
+            "stalled" => push(EventKind::Stalled { job_id }),
             "deduplicated" => push(EventKind::Deduplicated {
                 job_id,
                 deduplication_id: text(v, "dedup"),

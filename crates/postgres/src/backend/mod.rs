@@ -33,6 +33,7 @@ use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Re
 use ferroqueue_engine::domain::flow::Deps;
 use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::lease::LeaseTerms;
 use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::domain::queue_name::qualified_name;
@@ -102,6 +103,8 @@ impl PgBackend {
             adds: coalesce::Waiting::default(),
             acks: coalesce::Waiting::default(),
             held: Mutex::new(HashMap::new()),
+            holders: Mutex::new(HashMap::new()),
+            holders_changed: Notify::new(),
             ready: Mutex::new(HashMap::new()),
             cancels: Mutex::new(HashMap::new()),
             listeners: Mutex::new(HashMap::new()),
@@ -121,6 +124,7 @@ impl PgBackend {
         handle.spawn(feed::read(shared.clone()));
         handle.spawn(upkeep::run(shared.clone()));
         handle.spawn(upkeep::renew(shared.clone()));
+        handle.spawn(upkeep::sweep_for_holders(shared.clone()));
         Ok(PgBackend {
             shared,
             rt: Mutex::new(Some(rt)),
@@ -265,6 +269,21 @@ impl Backend for PgBackend {
 
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>> {
         self.coalesced(q, acks)
+    }
+
+    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()> {
+        self.shared.holders.lock().insert(holder, terms.checked()?);
+        self.shared.holders_changed.notify_waiters();
+        Ok(())
+    }
+
+    fn let_go(&self, holder: u32) -> usize {
+        // Its leases are no longer renewed: they expire and are swept (upkeep.rs).
+        if self.shared.holders.lock().remove(&holder).is_some() {
+            self.shared.held.lock().retain(|_, h| h.holder != holder);
+            self.shared.holders_changed.notify_waiters();
+        }
+        0
     }
 
     fn take_stalled(&self, _q: &QueueRef) -> Reply<Vec<String>> {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::domain::event::Event;
 use ferroqueue_engine::domain::job::JobPolicy;
+use ferroqueue_engine::domain::lease::LeaseTerms;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -30,6 +31,8 @@ pub(super) struct Held {
     pub(super) policy: Option<JobPolicy>,
     /// A flow child's parent and its own id (its ack tells the parent, `flows.rs`).
     pub(super) link: Option<super::flows::Link>,
+    /// The lease holder (a Worker) it was claimed for, 0 for none.
+    pub(super) holder: u32,
 }
 
 /// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when
@@ -54,6 +57,10 @@ pub(super) struct Shared {
     pub(super) acks: coalesce::Waiting<Ack, AckResult>,
     /// Activations by token.
     pub(super) held: Mutex<HashMap<i64, Held>>,
+    /// The terms of this process's live lease holders (Workers), by id.
+    pub(super) holders: Mutex<HashMap<u32, LeaseTerms>>,
+    /// Wakes the renewal and the holders' sweep when holders come or go.
+    pub(super) holders_changed: Notify,
     /// Wakes the pulls of a queue (a `NOTIFY` hint, or a change made here).
     pub(super) ready: Mutex<HashMap<Arc<str>, Arc<Notify>>>,
     pub(super) cancels: Mutex<HashMap<Puller, Arc<Cancel>>>,
@@ -94,6 +101,14 @@ impl Shared {
     pub(super) fn wake(&self, queue: &str) {
         if let Some(n) = self.ready.lock().get(queue) {
             n.notify_waiters();
+        }
+    }
+
+    /// The lease length of a claim for `holder`: its `lockDuration`, or the backend's.
+    pub(super) fn lease_of(&self, holder: u32) -> i64 {
+        match self.holders.lock().get(&holder) {
+            Some(t) => i64::from(t.lock_ms),
+            None => self.lease_ms,
         }
     }
 

@@ -87,20 +87,7 @@ async fn lead(s: &Shared) -> Result<(), ()> {
         }
         if last_sweep.elapsed() >= SWEEP_EVERY {
             last_sweep = tokio::time::Instant::now();
-            let swept = c
-                .leases
-                .sweep(&c.client, t, BATCH, MAX_STALLED)
-                .await
-                .map_err(|_| ())?;
-            // Flow children failed for stalling too often: their parents hear.
-            for st in swept.into_iter().filter(|st| st.failed) {
-                if super::flows::may_have_parent(st.opts.as_deref()) {
-                    let gone = [(st.id.unwrap_or_default(), st.opts)];
-                    let reason = crate::leases::STALLED_TOO_OFTEN.into();
-                    let end = ChildEnd::Failed(reason, OnChildFailure::Wait);
-                    let _ = super::flows::ended(s, &st.queue, &gone, end).await;
-                }
-            }
+            sweep(s, &c, MAX_STALLED).await?;
             c.events
                 .trim(&c.client, t, EVENTS_KEPT_MS)
                 .await
@@ -131,29 +118,99 @@ pub(super) fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Renews the leases of this process's activations every third of the lease, in one statement.
-pub(super) async fn renew(s: Arc<Shared>) {
-    let every = Duration::from_millis((s.lease_ms / 3).max(100) as u64);
+/// Sweeps expired leases (any process may: `SKIP LOCKED` shares the work), failing those
+/// stalled more than `max_stalled` times; flow parents of failed children hear.
+async fn sweep(s: &Shared, c: &crate::pool::Conn, max_stalled: i32) -> Result<(), ()> {
+    loop {
+        let swept = c
+            .leases
+            .sweep(&c.client, s.target(), BATCH, max_stalled)
+            .await
+            .map_err(|_| ())?;
+        let full = swept.len() as i64 == BATCH;
+        // Flow children failed for stalling too often: their parents hear.
+        for st in swept.into_iter().filter(|st| st.failed) {
+            if super::flows::may_have_parent(st.opts.as_deref()) {
+                let gone = [(st.id.unwrap_or_default(), st.opts)];
+                let reason = crate::leases::STALLED_TOO_OFTEN.into();
+                let end = ChildEnd::Failed(reason, OnChildFailure::Wait);
+                let _ = super::flows::ended(s, &st.queue, &gone, end).await;
+            }
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// The stalled checks this process's Workers ask for (BullMQ runs one per Worker): every
+/// shortest `stalledInterval` of its holders that do not `skipStalledCheck`, failing jobs past
+/// the largest `maxStalledCount` among them. The elected process sweeps too, every
+/// [`SWEEP_EVERY`], so jobs of processes that are gone come back even where no Worker checks.
+pub(super) async fn sweep_for_holders(s: Arc<Shared>) {
     while !s.closed.load(Ordering::Acquire) {
-        tokio::time::sleep(every).await;
-        let leases: Vec<Lease> = s
-            .held
-            .lock()
-            .iter()
-            .map(|(token, h)| Lease {
-                queue: h.queue.to_string(),
-                key: h.key,
-                token: *token,
-            })
-            .collect();
+        let checks = {
+            let h = s.holders.lock();
+            h.values()
+                .filter(|t| !t.skip_stalled_check)
+                .fold(None, |acc: Option<(u32, u32)>, t| {
+                    let (every, max) = acc.unwrap_or((u32::MAX, 0));
+                    Some((every.min(t.stalled_interval_ms), max.max(t.max_stalled)))
+                })
+        };
+        let changed = s.holders_changed.notified();
+        let Some((every, max_stalled)) = checks else {
+            changed.await;
+            continue;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(u64::from(every))) => {}
+            _ = changed => continue,
+        }
+        if let Ok(c) = s.pool.get().await {
+            let max = i32::try_from(max_stalled).unwrap_or(i32::MAX);
+            let _ = sweep(&s, &c, max).await;
+        }
+    }
+}
+
+/// Renews the leases of this process's activations, each to its holder's `lockDuration`, in one
+/// statement, every shortest `lockRenewTime` of the live holders (a third of the backend's
+/// lease without any).
+pub(super) async fn renew(s: Arc<Shared>) {
+    while !s.closed.load(Ordering::Acquire) {
+        let every = {
+            let h = s.holders.lock();
+            h.values()
+                .map(|t| i64::from(t.renew_ms))
+                .min()
+                .unwrap_or(s.lease_ms / 3)
+        };
+        let changed = s.holders_changed.notified();
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(every.max(10) as u64)) => {}
+            _ = changed => continue,
+        }
+        let leases: Vec<Lease> = {
+            let holders = s.holders.lock();
+            s.held
+                .lock()
+                .iter()
+                .map(|(token, h)| Lease {
+                    queue: h.queue.to_string(),
+                    key: h.key,
+                    token: *token,
+                    lease_ms: holders
+                        .get(&h.holder)
+                        .map_or(s.lease_ms, |t| i64::from(t.lock_ms)),
+                })
+                .collect()
+        };
         if leases.is_empty() {
             continue;
         }
         if let Ok(c) = s.pool.get().await {
-            let _ = c
-                .leases
-                .renew(&c.client, s.target(), &leases, s.lease_ms)
-                .await;
+            let _ = c.leases.renew(&c.client, s.target(), &leases).await;
         }
     }
 }

@@ -123,13 +123,14 @@ async fn take_or_retry(
     if max > 0 {
         let c = s.pool.get().await?;
         let t = s.target();
+        let lease_ms = s.lease_of(worker.holder);
         let mut claimed = Vec::new();
         let mut held_back = false;
         let mut within =
             limiter.is_some() || worker.group != GroupDefaults::default() || s.is_limited(queue);
         if !within {
             let max = max.min(10_000) as i64;
-            claimed = c.jobs.claim(&c.client, t, queue, max, s.lease_ms).await?;
+            claimed = c.jobs.claim(&c.client, t, queue, max, lease_ms).await?;
             // Nothing for a plain claim: maybe the queue has limits (set by any process).
             if claimed.is_empty() && limits::has_limits(&c, t, queue).await? {
                 s.set_limited(queue, Some(true));
@@ -139,7 +140,7 @@ async fn take_or_retry(
         if within {
             drop(c);
             let c = s.pool.exclusive().await?;
-            let w = limits::claim_within(&c, t, queue, max, s.lease_ms, worker).await?;
+            let w = limits::claim_within(&c, t, queue, max, lease_ms, worker).await?;
             s.set_limited(queue, w.limited.then_some(w.capped));
             claimed = w.claimed;
             retry = w.retry;
@@ -166,6 +167,7 @@ async fn take_or_retry(
                         .job
                         .parent()
                         .map(|p| (p.clone(), j.job.id_string().into())),
+                    holder: worker.holder,
                 },
             );
             push_record(&*s.wire, &j.job, true, &mut out);

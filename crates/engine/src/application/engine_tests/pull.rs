@@ -159,3 +159,32 @@ async fn a_pull_with_max_zero_does_not_steal_wake_ups() {
     );
     assert_eq!(zero.0, Vec::<String>::new());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_holder_let_go_stalls_its_jobs_in_every_queue_and_wakes_a_waiting_pull() {
+    use crate::domain::lease::LeaseTerms;
+    let (e, _) = engine();
+    let (a, b) = (qref(&e, "a"), qref(&e, "b"));
+    add(&e, &a, "{}");
+    add(&e, &b, "{}");
+    e.hold(9, LeaseTerms::default());
+    let holder = WorkerLimits {
+        holder: 9,
+        ..WorkerLimits::default()
+    };
+    assert_eq!(e.take(&a, 1, holder).0, 1);
+    assert_eq!(e.take(&b, 1, holder).0, 1);
+    // Another worker waits on `a`; the holder's loss hands it the job at once.
+    let waiting = {
+        let (e, a) = (e.clone(), a.clone());
+        tokio::spawn(async move { e.pull(&a, 1, 1, WorkerLimits::default(), LONG).await })
+    };
+    sleep(ms(10)).await;
+    assert_eq!(e.let_go(9), 2);
+    let (n, json) = waiting.await.expect("pull");
+    assert_eq!((n, ids(&json)), (1, vec!["1".to_string()]));
+    assert_eq!(counts(&e, &b), "waiting=1");
+    // Let go once: again, or an unknown holder, stalls nothing.
+    assert_eq!(e.let_go(9), 0);
+    assert_eq!(e.let_go(12345), 0);
+}

@@ -46,11 +46,13 @@ mod flow;
 mod lanes;
 mod read;
 mod rebuild;
+mod stall;
 mod take;
 #[cfg(test)]
 mod tests;
 
-pub use rebuild::{Stored, StoredSettings, MAX_STALLED_COUNT, STALLED_TOO_OFTEN};
+pub use rebuild::{Stored, StoredSettings};
+pub use stall::{MAX_STALLED_COUNT, STALLED_TOO_OFTEN};
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.
 #[derive(Default, Debug)]
@@ -220,6 +222,11 @@ impl QueueState {
     /// The queue's qualified name.
     pub fn name(&self) -> &Arc<str> {
         &self.name
+    }
+
+    /// How many jobs are active. O(1).
+    pub fn active_len(&self) -> usize {
+        self.active.len()
     }
 
     /// Whether this queue records its changes for storage (a durable queue).

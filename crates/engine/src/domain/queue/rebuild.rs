@@ -8,16 +8,10 @@
 
 use std::sync::Arc;
 
+use super::stall::MAX_STALLED_COUNT;
 use super::QueueState;
-use crate::domain::changes::{EXTRA, STATE};
 use crate::domain::job::{Job, JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::limits::LimitSettings;
-
-/// BullMQ's failure reason of a job that stalled more than [`MAX_STALLED_COUNT`] times.
-pub const STALLED_TOO_OFTEN: &str = "job stalled more than allowable limit";
-
-/// How many times a job may stall and still run again (BullMQ's `maxStalledCount` default).
-pub const MAX_STALLED_COUNT: u32 = 1;
 
 /// A stored job and where it stood.
 pub struct Stored {
@@ -109,25 +103,8 @@ impl QueueState {
     }
 
     fn recover_stalled(&mut self, key: JobKey, now: u64) {
-        let seq = self.next_state_seq();
-        let Some(job) = self.jobs.change(&key, STATE | EXTRA) else {
-            return;
-        };
-        let extra = job.extra_mut();
-        extra.stalled_counter += 1;
-        let too_often = extra.stalled_counter > MAX_STALLED_COUNT;
-        let id = job.id_string();
-        if too_often {
-            // Failing for good counts the attempt, as the PostgreSQL sweep does.
-            job.attempts_made += 1;
-            job.extra_mut().failed_reason = Some(STALLED_TOO_OFTEN.into());
-            job.state = JobState::Failed;
-            job.finished_on = now;
-            job.state_seq = seq;
-            self.failed.insert(seq, key);
-        } else {
-            self.push_ready(key, true);
-        }
-        self.stalled.push(id);
+        let id = self.jobs.get(&key).map(|j| j.id_string());
+        self.stall(key, MAX_STALLED_COUNT, now);
+        self.stalled.extend(id);
     }
 }

@@ -58,6 +58,7 @@ impl QueueState {
             let prev = job.state.as_str();
             job.state = JobState::Active;
             job.lock = lock;
+            job.holder = worker.holder;
             job.processed_on = now;
             job.attempts_started += 1;
             job.state_seq = seq;

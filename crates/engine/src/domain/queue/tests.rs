@@ -19,6 +19,7 @@ mod dedup;
 mod groups;
 mod jobs;
 mod model;
+mod stall;
 
 const T0: u64 = 1_000_000;
 

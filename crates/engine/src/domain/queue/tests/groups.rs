@@ -29,6 +29,7 @@ fn serial() -> WorkerLimits {
             concurrency: Some(1),
             rate: None,
         },
+        holder: 0,
     }
 }
 

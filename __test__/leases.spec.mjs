@@ -1,0 +1,107 @@
+// Leases and stalled jobs: a Worker's lease options, a processor that blocks the event loop past
+// lockDuration (never stalled), and a Worker whose thread is terminated without close() (its job
+// stalls: back to waiting with stalledCounter 1 and no attempt spent, `stalled` on QueueEvents
+// and on the queue's other Workers). Runs on every backend.
+import { Worker as Thread } from 'node:worker_threads'
+import { describe, it, expect, afterEach } from 'vitest'
+import { Queue, Worker, QueueEvents } from '../index.mjs'
+import { once, thrown, expectError, openTracker, backend } from './helpers.mjs'
+
+const { track, mkQueue, mkWorker } = openTracker('lease', { Queue, Worker, QueueEvents }, afterEach)
+
+/** Short leases, renewed and checked often, so that a lost one shows within a second. */
+const SHORT = { lockDuration: 400, lockRenewTime: 100, stalledInterval: 100 }
+
+describe('lease options', () => {
+  it('are checked, naming the option', () => {
+    const bad = [
+      [{ lockDuration: 0 }, RangeError, /^lockDuration /],
+      [{ lockDuration: '30s' }, TypeError, /^lockDuration /],
+      [{ lockDuration: 1000, lockRenewTime: 1000 }, RangeError, /^lockRenewTime .*less than lockDuration/],
+      [{ stalledInterval: 2 ** 31 }, RangeError, /^stalledInterval /],
+      [{ maxStalledCount: -1 }, RangeError, /^maxStalledCount /],
+      [{ maxStalledCount: 1.5 }, RangeError, /^maxStalledCount /],
+      [{ skipStalledCheck: 'yes' }, TypeError, /^skipStalledCheck /],
+    ]
+    for (const [opts, Class, pattern] of bad) {
+      expectError(thrown(() => new Worker('lease-bad', () => {}, { autorun: false, ...opts })), Class, 'ERR_INVALID_OPTION', pattern)
+    }
+  })
+
+  it('are taken with BullMQ defaults filled in', async () => {
+    const w = mkWorker('lease-ok', () => {}, { autorun: false, lockDuration: 5_000, maxStalledCount: 0, skipStalledCheck: true })
+    expect(w.opts.lockDuration).toBe(5_000)
+    await w.close()
+  })
+})
+
+describe('stalled jobs', () => {
+  it('a processor that blocks the event loop past lockDuration is not stalled', async () => {
+    const queue = mkQueue()
+    const events = track(new QueueEvents(queue.name))
+    const stalled = []
+    events.on('stalled', ({ jobId }) => stalled.push(jobId))
+    const job = await queue.add('cpu', {})
+    const worker = mkWorker(
+      queue.name,
+      () => {
+        const end = Date.now() + 3 * SHORT.lockDuration
+        while (Date.now() < end) {} // the event loop is blocked: no JS timer can renew anything
+        return 'done'
+      },
+      SHORT,
+    )
+    const [done, value] = await once(worker, 'completed')
+    expect([done.id, value]).toEqual([job.id, 'done'])
+    // Long enough for a sweep that would find an expired lease.
+    await new Promise((r) => setTimeout(r, 3 * SHORT.stalledInterval))
+    const stored = await queue.getJob(job.id)
+    expect([await stored.getState(), stored.stalledCounter, stored.attemptsMade]).toEqual(['completed', 0, 1])
+    expect(stalled).toEqual([])
+  })
+
+  it('a Worker whose thread is terminated without close() loses its job: it stalls and runs again', async () => {
+    const queue = mkQueue()
+    const events = track(new QueueEvents(queue.name))
+    const heard = once(events, 'stalled', 10_000)
+    const job = await queue.add('lost', { n: 1 })
+    const thread = new Thread(new URL('./fixtures/thread-holder.mjs', import.meta.url), {
+      workerData: { name: queue.name, opts: SHORT },
+    })
+    const [started] = await once(thread, 'message', 10_000)
+    expect(started).toBe(job.id)
+    // Another worker of the queue hears it too, and runs the job again.
+    const worker = mkWorker(queue.name, async (j) => `again after ${j.stalledCounter} stall`, SHORT)
+    const workerHeard = once(worker, 'stalled', 10_000)
+    const completed = once(worker, 'completed', 10_000)
+    await thread.terminate()
+    const [{ jobId }] = await heard
+    expect(jobId).toBe(job.id)
+    expect(await workerHeard).toEqual([job.id, 'active'])
+    const [done, value] = await completed
+    expect([done.id, value]).toEqual([job.id, 'again after 1 stall'])
+    const stored = await queue.getJob(job.id)
+    // The stall spent no attempt: one attempt, the one that completed (as BullMQ counts).
+    expect([stored.stalledCounter, stored.attemptsMade]).toEqual([1, 1])
+  })
+
+  it('past maxStalledCount the job fails with BullMQ reason', async () => {
+    const queue = mkQueue()
+    const events = track(new QueueEvents(queue.name))
+    const failed = once(events, 'failed', 10_000)
+    const job = await queue.add('lost', {}, { attempts: 5 })
+    const thread = new Thread(new URL('./fixtures/thread-holder.mjs', import.meta.url), {
+      workerData: { name: queue.name, opts: { ...SHORT, maxStalledCount: 0 } },
+    })
+    await once(thread, 'message', 10_000)
+    await thread.terminate()
+    if (backend === 'postgres') {
+      // On PostgreSQL the expired lease is found by a worker's check (its maxStalledCount).
+      track(new Worker(queue.name, () => {}, { ...SHORT, maxStalledCount: 0, autorun: false }))
+    }
+    const [{ jobId, failedReason }] = await failed
+    expect([jobId, failedReason]).toEqual([job.id, 'job stalled more than allowable limit'])
+    const stored = await queue.getJob(job.id)
+    expect([await stored.getState(), stored.stalledCounter, stored.attemptsMade]).toEqual(['failed', 1, 1])
+  })
+})

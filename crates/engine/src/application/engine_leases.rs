@@ -1,0 +1,38 @@
+//! Lease holders of the embedded engine. Each Worker is a holder ([`Engine::hold`]); the jobs it
+//! takes carry its id. The engine knows while a holder lives, so it never lets such a lease
+//! expire (a processor that blocks the event loop is not stalled); when the holder is gone
+//! ([`Engine::let_go`]: a Worker closed, garbage-collected, or in a terminated thread), the jobs
+//! it still held stall at once (`domain/queue/stall.rs`).
+
+use std::sync::Arc;
+
+use super::engine::Engine;
+use crate::backend::QueueRef;
+use crate::domain::lease::LeaseTerms;
+
+impl Engine {
+    /// Registers lease holder `holder` (an id unique in the process) with its terms.
+    pub fn hold(&self, holder: u32, terms: LeaseTerms) {
+        self.inner.holders.lock().insert(holder, terms);
+    }
+
+    /// Holder `holder` is gone: the jobs it still holds stall, in every queue (as its terms'
+    /// `max_stalled` says). Answers how many. O(queues + active jobs); a holder that was never
+    /// registered, or already let go, stalls nothing.
+    pub fn let_go(&self, holder: u32) -> usize {
+        let Some(terms) = self.inner.holders.lock().remove(&holder) else {
+            return 0;
+        };
+        let mut stalled = 0;
+        for slot in 0..self.inner.shards.len() {
+            let names: Vec<Arc<str>> = self.inner.shards[slot].lock().with_active();
+            for name in names {
+                let q = QueueRef::new(name, slot);
+                stalled += self.with(&q, |qs, now, fx| {
+                    qs.stall_held(holder, terms.max_stalled, now, fx)
+                });
+            }
+        }
+        stalled
+    }
+}

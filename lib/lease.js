@@ -1,0 +1,81 @@
+'use strict'
+// A Worker's leases: its lease options (BullMQ's lockDuration, lockRenewTime, stalledInterval,
+// maxStalledCount, skipStalledCheck), the native lease holder its pulls carry (src/lease.rs), and
+// its `stalled` event. In one process the engine holds a Worker's leases for as long as the
+// Worker lives and stalls its jobs when it is gone; on PostgreSQL leases last lockDuration and are
+// renewed every lockRenewTime by the process, and Workers look for expired ones every
+// stalledInterval.
+
+const { binding, fromBinding } = require('./native')
+const v = require('./validate')
+const { rangeError } = require('./errors')
+
+/** The longest duration these options take, ms (a JS timer's limit). */
+const MAX_MS = 2 ** 31 - 1
+
+/** Checks the lease options of `o` and answers them with BullMQ's defaults filled in. */
+function leaseOptions(o) {
+  const lockDuration = o.lockDuration ?? 30_000
+  v.integerIn('lockDuration', lockDuration, 1, MAX_MS)
+  const lockRenewTime = o.lockRenewTime ?? Math.max(1, Math.floor(lockDuration / 2))
+  v.integerIn('lockRenewTime', lockRenewTime, 1, MAX_MS)
+  if (lockDuration > 1 && lockRenewTime >= lockDuration) {
+    throw rangeError('lockRenewTime', `must be less than lockDuration (${lockDuration} ms) so that a lease is renewed before it ends, got ${lockRenewTime}`)
+  }
+  const stalledInterval = o.stalledInterval ?? 30_000
+  v.integerIn('stalledInterval', stalledInterval, 1, MAX_MS)
+  const maxStalledCount = o.maxStalledCount ?? 1
+  v.integerIn('maxStalledCount', maxStalledCount, 0, MAX_MS)
+  v.optionalBoolean('skipStalledCheck', o.skipStalledCheck)
+  return { lockDuration, lockRenewTime, stalledInterval, maxStalledCount, skipStalledCheck: o.skipStalledCheck === true }
+}
+
+/** Opens the native lease holder of a Worker (on its queue handle). */
+function openLease(worker, terms) {
+  try {
+    return binding.openLeaseHolder(worker._h, terms)
+  } catch (e) {
+    throw fromBinding(e)
+  }
+}
+
+/**
+ * Makes `worker` emit `stalled(jobId, 'active')` for the stalled jobs of its queue once someone
+ * listens for it (its queue's events are heard only then).
+ */
+function emitStalled(worker) {
+  worker.on('newListener', (event) => {
+    if (event !== 'stalled' || worker._stalledListener || worker._closing) return
+    const listener = {
+      _deliver(name, payload) {
+        if (name !== 'stalled') return
+        try {
+          worker.emit('stalled', payload.jobId, 'active')
+        } catch (err) {
+          worker._emitError(err)
+        }
+      },
+      _listenerFailed(err) {
+        worker._emitError(err)
+      },
+    }
+    worker._stalledListener = listener
+    worker._engine.listen(worker._h, worker._key, listener)
+  })
+}
+
+/** Stops hearing the queue's events (see emitStalled) and lets go of the lease holder. */
+function closeLease(worker) {
+  const listener = worker._stalledListener
+  if (listener) {
+    worker._stalledListener = null
+    worker._engine.unlisten(worker._h, worker._key, listener)
+  }
+  try {
+    worker._lease.release()
+  } catch (e) {
+    worker._emitError(fromBinding(e))
+  }
+}
+
+module.exports = { leaseOptions, openLease, emitStalled, closeLease }

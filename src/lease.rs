@@ -1,0 +1,90 @@
+//! Lease holders: one per Worker, as a native object whose end the engine hears. While it lives
+//! the backend keeps the leases of the jobs it took (the embedded engine never lets them expire;
+//! PostgreSQL renews them); when the Worker closes ([`LeaseHolder::release`]), or is
+//! garbage-collected, or its worker thread is terminated (napi finalizes the object then), the
+//! backend lets go of it and the jobs it still held stall.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ferroqueue_engine::domain::lease::LeaseTerms;
+use napi::Env;
+use napi_derive::napi;
+
+use crate::errors::run;
+use crate::registry::{queue_of, Shared};
+
+/// Holder ids: unique in the process, 0 is "none".
+static NEXT_HOLDER: AtomicU32 = AtomicU32::new(1);
+
+/// A Worker's lease options (BullMQ's names), checked by the engine.
+#[napi(object)]
+pub struct LeaseOptions {
+    pub lock_duration: u32,
+    pub lock_renew_time: u32,
+    pub stalled_interval: u32,
+    pub max_stalled_count: u32,
+    pub skip_stalled_check: bool,
+}
+
+/// The lease holder of one Worker.
+#[napi]
+pub struct LeaseHolder {
+    id: u32,
+    backend: Option<Shared>,
+}
+
+/// Registers a lease holder on the backend of queue handle `h` with `terms`.
+#[napi(catch_unwind)]
+pub fn open_lease_holder(env: &Env, h: u32, terms: LeaseOptions) -> napi::Result<LeaseHolder> {
+    run(env, || {
+        let (_, backend, _) = queue_of(h)?;
+        let id = NEXT_HOLDER.fetch_add(1, Ordering::Relaxed);
+        backend.hold(
+            id,
+            LeaseTerms {
+                lock_ms: terms.lock_duration,
+                renew_ms: terms.lock_renew_time,
+                stalled_interval_ms: terms.stalled_interval,
+                max_stalled: terms.max_stalled_count,
+                skip_stalled_check: terms.skip_stalled_check,
+            },
+        )?;
+        Ok(LeaseHolder {
+            id,
+            backend: Some(backend),
+        })
+    })
+}
+
+#[napi]
+impl LeaseHolder {
+    /// The id its pulls carry.
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The Worker is done: the jobs it still holds stall (none after a graceful close). Answers
+    /// how many stalled now. Later calls do nothing.
+    #[napi(catch_unwind)]
+    pub fn release(&mut self) -> u32 {
+        self.let_go() as u32
+    }
+}
+
+impl LeaseHolder {
+    fn let_go(&mut self) -> usize {
+        match self.backend.take() {
+            Some(b) if !b.is_closed() => b.let_go(self.id),
+            _ => 0,
+        }
+    }
+}
+
+impl Drop for LeaseHolder {
+    /// Garbage-collected, or finalized with its thread: let go, never panicking into the
+    /// finalizer.
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.let_go()));
+    }
+}
