@@ -304,6 +304,22 @@ export class RateLimitError extends Error {
   constructor(message?: string)
 }
 
+/**
+ * Thrown by a step job's processor after `job.moveToDelayed(timestamp, token)`: the worker
+ * records nothing more (no attempt spent, no `failed`). Message: BullMQ's `'bullmq:movedToDelayed'`.
+ */
+export class DelayedError extends Error {
+  constructor(message?: string)
+}
+
+/**
+ * Thrown by a step job's processor after `job.moveToWaitingChildren(token)` answered true.
+ * Message: BullMQ's `'bullmq:movedToWaitingChildren'`.
+ */
+export class WaitingChildrenError extends Error {
+  constructor(message?: string)
+}
+
 export interface JobJson<DataType = any, ReturnType = any, NameType extends string = string> {
   id: string
   name: NameType
@@ -369,6 +385,22 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   promote(): Promise<void>
   retry(state?: 'failed' | 'completed', opts?: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean }): Promise<void>
   remove(): Promise<void>
+  /**
+   * Completes the job held with `token` (manual processing, or a processor's own token). With
+   * `fetchNext` (default true, as BullMQ) resolves with the holder's next job, taken with the
+   * same token, or undefined. Rejects with `ERR_LOCK_MISMATCH` when `token` does not hold the job.
+   */
+  moveToCompleted(returnValue: ReturnType, token: string, fetchNext?: boolean): Promise<Job<DataType, ReturnType, NameType> | undefined>
+  /** Fails the job held with `token` (retried if attempts remain); `fetchNext` defaults to false. */
+  moveToFailed(err: Error, token: string, fetchNext?: boolean): Promise<Job<DataType, ReturnType, NameType> | undefined>
+  /** A step: delays the running job until `timestamp` (ms), no attempt spent; then throw `DelayedError`. */
+  moveToDelayed(timestamp: number, token: string): Promise<void>
+  /** A step: back to waiting, no attempt spent; resolves with the queue's rate-limit TTL (ms). */
+  moveToWait(token: string): Promise<number>
+  /** A step: waits for its pending children (true; then throw `WaitingChildrenError`), or has none (false). */
+  moveToWaitingChildren(token: string, opts?: Record<string, never>): Promise<boolean>
+  /** Extends the lock `token` holds to at least `duration` ms from now: 1, or 0 when it holds none. */
+  extendLock(token: string, duration: number): Promise<number>
   /** Removes the key of `deduplicationId` if this job holds it; resolves whether it did. */
   removeDeduplicationKey(): Promise<boolean>
   /** The return values of the children that completed, by child key (`prefix:queue:id`). */
@@ -521,7 +553,15 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
 }
 
 export class Worker<DataType = any, ReturnType = any, NameType extends string = string> extends EventEmitter {
-  constructor(name: string, processor: Processor<DataType, ReturnType, NameType>, opts?: WorkerOptions)
+  /** `processor` null or left out: manual processing with `getNextJob(token)`. */
+  constructor(name: string, processor?: Processor<DataType, ReturnType, NameType> | null, opts?: WorkerOptions)
+  /**
+   * Manual processing: the next job, taken with `token`; waits up to `drainDelay` unless
+   * `{ block: false }`. Undefined when none came.
+   */
+  getNextJob(token: string, opts?: { block?: boolean }): Promise<Job<DataType, ReturnType, NameType> | undefined>
+  /** Extends the locks of `jobIds` held with `tokens` (same order) to `duration` ms; answers how many are held. */
+  extendJobLocks(jobIds: string[], tokens: string[], duration: number): Promise<number>
   readonly name: string
   readonly opts: WorkerOptions
   concurrency: number

@@ -6,6 +6,6 @@ const { Worker } = require('./lib/worker')
 const { QueueEvents } = require('./lib/queue-events')
 const { Job } = require('./lib/job')
 const { FlowProducer } = require('./lib/flow-producer')
-const { QueueError, UnrecoverableError, RateLimitError } = require('./lib/errors')
+const { QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError } = require('./lib/errors')
 
-module.exports = { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError }
+module.exports = { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError }

@@ -223,7 +223,7 @@ describe('bad input to constructors', () => {
     const ok = () => 'ok'
     const cases = [
       [() => new Worker(name, 'nope'), TypeError, /processor/],
-      [() => new Worker(name), TypeError, /processor/],
+      [() => new Worker(name, 42), TypeError, /processor/],
       [() => new Worker(name, { process: ok }), TypeError, /processor/],
       [() => new Worker(name, ok, { concurrency: 0 }), RangeError, /concurrency/],
       [() => new Worker(name, ok, { concurrency: -1 }), RangeError, /concurrency/],

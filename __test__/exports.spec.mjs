@@ -7,7 +7,7 @@ const require = createRequire(import.meta.url)
 describe('package entry points', () => {
   it("import { Queue } from 'ferroqueue' and require('ferroqueue') give the same classes", () => {
     const cjs = require('ferroqueue')
-    for (const name of ['Queue', 'Worker', 'QueueEvents', 'FlowProducer', 'Job', 'UnrecoverableError', 'QueueError', 'RateLimitError']) {
+    for (const name of ['Queue', 'Worker', 'QueueEvents', 'FlowProducer', 'Job', 'UnrecoverableError', 'QueueError', 'RateLimitError', 'DelayedError', 'WaitingChildrenError']) {
       expect(typeof esm[name]).toBe('function')
       expect(cjs[name]).toBe(esm[name])
     }

@@ -42,6 +42,46 @@ function isRateLimitError(thrown) {
   }
 }
 
+/** BullMQ's messages of the errors a step job throws after moving itself. */
+const DELAYED_ERROR = 'bullmq:movedToDelayed'
+const WAITING_CHILDREN_ERROR = 'bullmq:movedToWaitingChildren'
+
+/**
+ * Thrown by a processor after `job.moveToDelayed(timestamp, token)`: the job is delayed already,
+ * so the worker records nothing (no attempt spent, no `failed`).
+ */
+class DelayedError extends Error {
+  constructor(message = DELAYED_ERROR) {
+    super(message)
+    this.name = 'DelayedError'
+  }
+}
+
+/**
+ * Thrown by a processor after `job.moveToWaitingChildren(token)` answered true: the job waits for
+ * its children already, so the worker records nothing.
+ */
+class WaitingChildrenError extends Error {
+  constructor(message = WAITING_CHILDREN_ERROR) {
+    super(message)
+    this.name = 'WaitingChildrenError'
+  }
+}
+
+/**
+ * Whether a processor's throw says its job moved itself (a step job): a DelayedError or
+ * WaitingChildrenError (ours, BullMQ's by name, or any error with BullMQ's message).
+ */
+function isStepError(thrown) {
+  try {
+    if (!(thrown instanceof Error)) return false
+    const { name, message } = thrown
+    return name === 'DelayedError' || name === 'WaitingChildrenError' || message === DELAYED_ERROR || message === WAITING_CHILDREN_ERROR
+  } catch {
+    return false
+  }
+}
+
 function withCode(err, code) {
   err.code = code
   return err
@@ -122,4 +162,18 @@ function fromBinding(e) {
   return new QueueError('ERR_INTERNAL', `internal error: ${textOf(e)}`)
 }
 
-module.exports = { QueueError, UnrecoverableError, RateLimitError, isRateLimitError, typeError, rangeError, fromBinding, textOf, isOurs, inputError }
+module.exports = {
+  QueueError,
+  UnrecoverableError,
+  RateLimitError,
+  DelayedError,
+  WaitingChildrenError,
+  isStepError,
+  isRateLimitError,
+  typeError,
+  rangeError,
+  fromBinding,
+  textOf,
+  isOurs,
+  inputError,
+}

@@ -6,6 +6,7 @@
 const { binding, fromBinding, isPending, native } = require('./native')
 const { QueueError, typeError, inputError } = require('./errors')
 const v = require('./validate')
+const moves = require('./job-moves')
 
 function orUndefined(x) {
   return x === null ? undefined : x
@@ -119,6 +120,40 @@ class Job {
     const wait = this.queue._commitWait()
     if (wait) await wait
     return r
+  }
+
+  /**
+   * Completes the job its holder took with `token` (manual processing); with `fetchNext`
+   * (BullMQ's default true) resolves with the holder's next job, taken with the same token, or
+   * undefined. Rejects with ERR_LOCK_MISMATCH when `token` no longer holds the job.
+   */
+  moveToCompleted(returnValue, token, fetchNext) {
+    return moves.moveToCompleted(this, returnValue, token, fetchNext)
+  }
+
+  /** Fails the job (retried if attempts remain), as `moveToCompleted`; `fetchNext` defaults to false. */
+  moveToFailed(err, token, fetchNext) {
+    return moves.moveToFailed(this, err, token, fetchNext)
+  }
+
+  /** A step: delays the running job until `timestamp` (ms), no attempt spent; then throw `DelayedError`. */
+  moveToDelayed(timestamp, token) {
+    return moves.moveToDelayed(this, timestamp, token)
+  }
+
+  /** A step: puts the running job back to waiting, no attempt spent; resolves with the queue's rate-limit TTL. */
+  moveToWait(token) {
+    return moves.moveToWait(this, token)
+  }
+
+  /** A step: the running job waits for its pending children (true), or has none (false, still running). */
+  moveToWaitingChildren(token, opts) {
+    return moves.moveToWaitingChildren(this, token, opts)
+  }
+
+  /** Extends the lock `token` holds to `duration` ms from now: 1, or 0 when it holds no lock. */
+  extendLock(token, duration) {
+    return moves.extendLock(this, token, duration)
   }
 
   /** Stores progress (any JSON value) and emits `progress`. */

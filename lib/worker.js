@@ -1,10 +1,11 @@
 'use strict'
-// Worker: pulls batches of jobs (one sync try, then one async long-poll when the queue is empty;
-// its free slots plus its prefetch, see prefetch.js), runs the user's processor on each as slots
-// free, and acknowledges outcomes in one sync call per tick.
+// Worker: pulls batches of jobs (worker-loop.js: one sync try, then one async long-poll when the
+// queue is empty; its free slots plus its prefetch, see prefetch.js), runs the user's processor on
+// each as slots free, and acknowledges outcomes in one sync call per tick (worker-acks.js).
+// Without a processor it hands out jobs one at a time (manual.js).
 
 const { binding, fromBinding, isPending, native } = require('./native')
-const { QueueError, RateLimitError, isRateLimitError, typeError, rangeError } = require('./errors')
+const { QueueError, RateLimitError, isRateLimitError, isStepError, typeError, rangeError } = require('./errors')
 const { Job } = require('./job')
 const { Prefetch } = require('./prefetch')
 const { decideBackoff } = require('./backoff')
@@ -16,10 +17,10 @@ const { checkGroup, pullLimits } = require('./pull-limits')
 const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 const { flushAcks } = require('./worker-acks')
 const { leaseOptions, openLease, emitStalled, closeLease } = require('./lease')
+const { getNextJob, extendJobLocks, forgetWorker } = require('./manual')
+const { pullLoop } = require('./worker-loop')
 
 let nextPuller = 1
-/** The most jobs one pull asks for (a u32 of the binding). */
-const MAX_PULL = 2 ** 32 - 1
 
 class Worker extends QueueHandle {
   /**
@@ -30,7 +31,10 @@ class Worker extends QueueHandle {
    *           settings?: { backoffStrategy?: Function } }} [opts]
    */
   constructor(name, processor, opts) {
-    if (typeof processor !== 'function') throw typeError('processor', `must be a function, got ${v.describe(processor)}`)
+    // null or undefined: manual processing (getNextJob), as in BullMQ.
+    if (processor != null && typeof processor !== 'function') {
+      throw typeError('processor', `must be a function (or null for manual processing with getNextJob), got ${v.describe(processor)}`)
+    }
     let keep, lease
     super('Worker', name, opts, (o) => {
       v.concurrency(o.concurrency ?? 1)
@@ -65,10 +69,12 @@ class Worker extends QueueHandle {
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
-    this._processor = processor
+    this._processor = processor ?? null
+    /** Keys of the jobs fetched with getNextJob (locks.js). */
+    this._fetched = new Set()
     this._backoffStrategy = o.settings === undefined ? undefined : o.settings.backoffStrategy
     try {
-      this._wantsSignal = processor.length >= 3
+      this._wantsSignal = this._processor !== null && processor.length >= 3
     } catch {
       this._wantsSignal = true // a Proxy that hides its arity: give it a signal
     }
@@ -99,7 +105,7 @@ class Worker extends QueueHandle {
     queueMicrotask(() => {
       if (!this._closing) this._emitSafe('ready')
     })
-    if (o.autorun !== false) {
+    if (o.autorun !== false && this._processor !== null) {
       queueMicrotask(() => {
         if (!this._running && !this._closing) this.run().catch((err) => this._emitError(err))
       })
@@ -161,6 +167,9 @@ class Worker extends QueueHandle {
   run() {
     if (this._running) return Promise.reject(new QueueError('ERR_WORKER_RUNNING', 'worker is already running'))
     if (this._closing) return Promise.reject(new QueueError('ERR_QUEUE_CLOSED', 'worker is closed'))
+    if (this._processor === null) {
+      return Promise.reject(new QueueError('ERR_NO_PROCESSOR', 'No process function is defined: a Worker created without a processor hands out jobs with getNextJob(token)'))
+    }
     this._running = true
     this._reportStalled()
     this._runPromise = this._loop().finally(() => {
@@ -228,61 +237,8 @@ class Worker extends QueueHandle {
     }
   }
 
-  async _loop() {
-    const h = this._h
-    while (!this._closing) {
-      if (this._paused) {
-        await this._sleep()
-        continue
-      }
-      this._startBuffered()
-      // Free slots, plus the jobs to hold ready beyond them; a claim goes once half the held
-      // jobs have started, so that it is back before they run out.
-      const want = Math.min(this._concurrency - this._processing + this._prefetch.size - this._held, MAX_PULL)
-      if (want <= 0 || this._held * 2 > this._prefetch.size) {
-        await this._sleep()
-        continue
-      }
-      let text
-      try {
-        const sent = performance.now()
-        text = binding.tryPull(h, want, this._limits, this._holder)
-        if (isPending(text)) {
-          text = await native(text)
-          this._prefetch.adapt(performance.now() - sent, this._concurrency)
-        }
-      } catch (e) {
-        this._emitError(fromBinding(e))
-        await new Promise((r) => setTimeout(r, 100))
-        continue
-      }
-      if (text.length === 2) {
-        if (this._active.size === 0 && this._emitting.size === 0 && this._held === 0) this._maybeDrained()
-        // A pending try (a database round trip) lets close() or pause() run meanwhile: they
-        // found no pull to cancel, so none may start now.
-        if (this._closing || this._paused) continue
-        this._pulling = true
-        try {
-          text = await binding.pull(h, this._puller, want, this._limits, this._holder, this._pullTimeout)
-        } catch (e) {
-          this._emitError(fromBinding(e))
-          text = '[]'
-        } finally {
-          this._pulling = false
-        }
-      }
-      if (text.length === 2) continue
-      const records = JSON.parse(text)
-      if (this._closing || this._paused) {
-        // Taken while the worker was closing or pausing: give them back untouched for another
-        // worker.
-        this._release(records, true)
-        continue
-      }
-      this._buffer = this._held === 0 ? records : this._buffer.slice(this._head).concat(records)
-      this._head = 0
-    }
-    this._releaseBuffer()
+  _loop() {
+    return pullLoop(this)
   }
 
   _maybeDrained() {
@@ -364,8 +320,10 @@ class Worker extends QueueHandle {
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
     if (entry.done) return // timed out already
-    if (isRateLimitError(thrown)) {
-      // Back to waiting, no attempt spent: it runs once the queue takes jobs again.
+    if (isRateLimitError(thrown) || isStepError(thrown)) {
+      // Back to waiting, no attempt spent: it runs once the queue takes jobs again. A step job
+      // that moved itself first (moveToDelayed, moveToWaitingChildren, moveToWait) is found
+      // moved: the release changes nothing.
       this._queueAck(entry, releasedText(entry.id, entry.token, false))
       return
     }
@@ -506,6 +464,7 @@ class Worker extends QueueHandle {
       if (!force) await this._whenIdle()
       while (this._emitting.size) await Promise.all([...this._emitting])
       while (this._releasing.size) await Promise.all([...this._releasing])
+      forgetWorker(this)
       closeLease(this)
       await this._closeHandle()
       this.emit('closed')
@@ -524,6 +483,20 @@ class Worker extends QueueHandle {
   /** Aborts the signals of every job running in this worker. */
   cancelAllJobs(reason) {
     cancelAllJobs(this._active, reason)
+  }
+
+  /**
+   * Manual processing: the next job, taken with `token` (waits up to `drainDelay` unless
+   * `{ block: false }`); undefined when none came. Move it on with the same token
+   * (`job.moveToCompleted(value, token)`, `moveToFailed(err, token)`).
+   */
+  getNextJob(token, opts) {
+    return getNextJob(this, token, opts)
+  }
+
+  /** Extends the locks of jobs `jobIds` held with `tokens` (same order) to `duration` ms; answers how many are held. */
+  extendJobLocks(jobIds, tokens, duration) {
+    return extendJobLocks(this, jobIds, tokens, duration)
   }
 
   /** Resolves once the worker can be used (at once). */

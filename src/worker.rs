@@ -157,9 +157,16 @@ pub enum AckOutcome {
     Stale = 3,
     /// Given back unprocessed, to the head of waiting.
     Released = 4,
+    /// Delayed by its processor (a step job's `moveToDelayed`).
+    Delayed = 5,
+    /// Waiting for its children (a step job's `moveToWaitingChildren`).
+    WaitingChildren = 6,
+    /// Still active: no pending children to wait for.
+    StillActive = 7,
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct WireAck<'a> {
     id: String,
     token: u64,
@@ -178,11 +185,17 @@ struct WireAck<'a> {
     unrecoverable: bool,
     /// The wait before a retry, computed by the worker's `settings.backoffStrategy`.
     delay: Option<f64>,
+    /// A step: delayed until this time (ms since the epoch).
+    delay_until: Option<f64>,
+    /// A step: wait for the job's pending children.
+    #[serde(default)]
+    wait_children: bool,
     keep: Option<RawKeep>,
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, delay?, keep?}` or `{id, token, release: true, unstarted?}`. Returns one [`AckOutcome`]
+/// unrecoverable?, delay?, keep?}`, `{id, token, release: true, unstarted?}`, or a step:
+/// `{id, token, delayUntil}` / `{id, token, waitChildren: true}`. Returns one [`AckOutcome`]
 /// per ack, in order.
 #[napi(
     catch_unwind,
@@ -199,6 +212,9 @@ pub fn ack(env: &Env, h: u32, acks: String) -> napi::Result<Answer<'_, Vec<AckOu
                 AckResult::Failed => AckOutcome::Failed,
                 AckResult::Stale => AckOutcome::Stale,
                 AckResult::Released => AckOutcome::Released,
+                AckResult::Delayed => AckOutcome::Delayed,
+                AckResult::WaitingChildren => AckOutcome::WaitingChildren,
+                AckResult::StillActive => AckOutcome::StillActive,
             })
             .collect()
     })
@@ -220,7 +236,13 @@ fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
             )?),
             None => None,
         };
-        let outcome = if a.release {
+        let outcome = if let Some(at) = a.delay_until {
+            Outcome::Delayed {
+                run_at: ms("timestamp", at)?,
+            }
+        } else if a.wait_children {
+            Outcome::WaitingChildren
+        } else if a.release {
             Outcome::Released {
                 started: !a.unstarted,
             }
@@ -242,4 +264,22 @@ fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
         });
     }
     with_queue(h, |b, q| b.ack(q, batch))
+}
+
+/// Extends the lease of job `id`, active under `token`, to `ms` from now (PostgreSQL; in one
+/// process a live Worker's leases never expire); answers whether the token still holds it.
+#[napi(catch_unwind, ts_return_type = "boolean | Promise<boolean>")]
+pub fn extend_lock(
+    env: &Env,
+    h: u32,
+    id: String,
+    token: f64,
+    duration_ms: f64,
+) -> napi::Result<Answer<'_, bool>> {
+    let reply = run(env, || {
+        let token = ms("token", token)?;
+        let duration = ms("duration", duration_ms)?;
+        with_queue(h, |b, q| b.extend_lock(q, &id, token, duration))
+    })?;
+    answer(env, reply, |held| held)
 }

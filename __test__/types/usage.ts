@@ -1,6 +1,6 @@
 // Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
 // Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
-import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, type JobsOptions, type JobNode } from '../../index.js'
+import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError, type JobsOptions, type JobNode } from '../../index.js'
 
 interface Mail {
   to: string
@@ -117,6 +117,18 @@ async function main(): Promise<void> {
   new Worker('mail', async () => {}, { group: { concurrency: 1, limit: { max: 5, duration: 1000 } } })
   // @ts-expect-error a group needs its id
   await queue.add('welcome', { to: 'y' }, { group: { priority: 1 } })
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused]
+  // Manual processing and step jobs.
+  const manual = new Worker<Mail, Sent>('mail', null, { lockDuration: 60_000, maxStalledCount: 2 })
+  const fetched: Job<Mail, Sent> | undefined = await manual.getNextJob('token', { block: false })
+  const after: Job<Mail, Sent> | undefined = await fetched?.moveToCompleted({ id: 1 }, 'token', true)
+  // @ts-expect-error the return value is the worker's ReturnType
+  await fetched?.moveToCompleted('not sent', 'token')
+  const extended: number = await manual.extendJobLocks(['1'], ['token'], 30_000)
+  new Worker<Mail, Sent>('mail', async (job, token) => {
+    if (await job.moveToWaitingChildren(token ?? '')) throw new WaitingChildrenError()
+    await job.moveToDelayed(Date.now() + 1000, token ?? '')
+    throw new DelayedError()
+  })
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended]
 }
 void main

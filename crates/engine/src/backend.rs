@@ -185,6 +185,9 @@ pub trait Backend: Send + Sync + 'static {
     /// still holds stall, at once where the backend knows its holders (the embedded engine) or
     /// when their leases expire (PostgreSQL). Answers how many stalled now.
     fn let_go(&self, holder: u32) -> usize;
+    /// Extends the lease of job `id`, active under `token`, to `ms` from now where leases have a
+    /// length (PostgreSQL); answers whether the job is still active under that token.
+    fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, ms: u64) -> Reply<bool>;
     /// Ids of jobs found active when the backend recovered (each reported once).
     fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>>;
 

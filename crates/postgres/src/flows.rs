@@ -264,6 +264,48 @@ async fn resolve_batch(c: &Conn, t: &Target, notices: Vec<Notice>) -> Result<Vec
     Ok(next)
 }
 
+/// A step of a step job: job `key` of `queue`, active under `token`, waits for its pending
+/// children (`waiting-children`, its own delay spent) if it has any. Answers `None` when the
+/// token no longer holds it, else whether it moved (`false`: nothing pending, still active).
+/// Runs in the caller's transaction; takes the job's parent lock, so a child that ends at the
+/// same time is counted either before or after.
+pub async fn step_to_children(
+    c: &Conn,
+    t: &Target,
+    queue: &str,
+    key: i64,
+    token: i64,
+) -> Result<Option<bool>> {
+    let s = t.schema();
+    let id_sql = format!(
+        "SELECT {id} FROM {s}.jobs j WHERE j.queue = $1 AND j.key = $2 AND j.token = $3 \
+         AND j.state = 3",
+        id = id_expr("j.")
+    );
+    let rows = c.query(t, WHAT, &id_sql, &[&queue, &key, &token]).await?;
+    let Some(id) = rows.first().map(|r| r.get::<_, String>(0)) else {
+        return Ok(None);
+    };
+    lock_parent(c, t, queue, &id).await?;
+    let sql = format!(
+        "WITH m AS (
+            UPDATE {s}.jobs j SET state = 6, token = NULL, lease_until = NULL, run_at = NULL,
+                                  delay = 0
+            WHERE j.queue = $1 AND j.key = $2 AND j.token = $3 AND j.state = 3
+              AND EXISTS (SELECT 1 FROM {s}.deps d
+                          WHERE d.queue = $1 AND d.parent_id = $4 AND d.state = 0)
+            RETURNING j.key
+        ), ev AS (
+            INSERT INTO {s}.events (queue, event, payload)
+            SELECT $1, 'waiting-children', json_build_array(json_build_object('id', $4::text))::text
+            FROM m
+        )
+        SELECT count(*) FROM m"
+    );
+    let rows = c.query(t, WHAT, &sql, &[&queue, &key, &token, &id]).await?;
+    Ok(Some(rows.first().is_some_and(|r| r.get::<_, i64>(0) > 0)))
+}
+
 /// Moves parents `keys` of `queue` out of `waiting-children`: waiting (or prioritized) at the
 /// back of their priority, or delayed by their own `delay`.
 async fn move_on(c: &Conn, t: &Target, queue: &str, keys: &[i64]) -> Result<()> {

@@ -50,7 +50,7 @@ impl LeaseStatements {
         // One lookup of the token index per lease (see `acks.rs` for why by token).
         let renew = prep(format!(
             "UPDATE {s}.jobs j
-            SET lease_until = clock_timestamp() + l.ms * interval '1 millisecond'
+            SET lease_until = GREATEST(j.lease_until, clock_timestamp() + l.ms * interval '1 millisecond')
             FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) AS l(queue, key, token, ms)
             WHERE j.token = l.token AND j.key = l.key AND j.state::int4 = 3
             RETURNING j.queue, j.key"

@@ -181,6 +181,10 @@ impl Backend for Engine {
         Engine::let_go(self, holder)
     }
 
+    fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, _ms: u64) -> Reply<bool> {
+        Reply::Now(Ok(Engine::holds_lock(self, q, id, token)))
+    }
+
     fn take_stalled(&self, q: &QueueRef) -> Reply<Vec<String>> {
         Reply::Now(Ok(Engine::take_stalled(self, q)))
     }

@@ -16,6 +16,12 @@ impl Engine {
         self.inner.holders.lock().insert(holder, terms);
     }
 
+    /// Whether job `id` is active under `token`: the lease holds (in one process a live
+    /// holder's leases never expire, so there is nothing to extend).
+    pub fn holds_lock(&self, q: &QueueRef, id: &str, token: u64) -> bool {
+        self.read(q, |qs| qs.holds_lock(id, token)).unwrap_or(false)
+    }
+
     /// Holder `holder` is gone: the jobs it still holds stall, in every queue (as its terms'
     /// `max_stalled` says). Answers how many. O(queues + active jobs); a holder that was never
     /// registered, or already let go, stalls nothing.

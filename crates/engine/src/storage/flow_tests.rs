@@ -1,5 +1,5 @@
 //! Flows in the file: a parent's dependencies and its children's links survive a restart, and a
-//! child finished after it moves its parent on.
+//! child finished after it moves its parent on; so do a step job's moves.
 
 use super::tests::{ack_ok, job, open, settle};
 use crate::application::engine_flows::FlowNode;
@@ -57,5 +57,53 @@ fn a_flow_survives_close_and_reopen() {
     let p = e.queue_ref("p").unwrap();
     assert_eq!(e.state(&p, "1"), "waiting");
     assert_eq!(e.dependencies(&p, "1").unwrap().processed.len(), 2);
+    e.close();
+}
+
+/// A step job's moves are written: delayed (with its run-at) and waiting for a child added while
+/// it ran; both are where they were after a restart.
+#[test]
+fn step_moves_survive_close_and_reopen() {
+    use crate::application::engine::Ack;
+    use crate::domain::queue::{AckResult, Outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steps.db");
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("q").unwrap();
+    e.add(&q, job("later", "{}", "{}"));
+    e.add(&q, job("parent", "{}", "{}"));
+    let (_, text) = e.take(&q, 2, WorkerLimits::default());
+    let taken = crate::domain::job::parse_taken(&text);
+    let step = |id: &str, token: u64, outcome: Outcome| {
+        let ack = Ack {
+            id: id.into(),
+            token,
+            outcome,
+            keep: None,
+        };
+        e.ack_many(&q, vec![ack]).remove(0)
+    };
+    let run_at = 1_000_000 + 60_000;
+    assert_eq!(
+        step(&taken[0].0, taken[0].1, Outcome::Delayed { run_at }),
+        AckResult::Delayed
+    );
+    let kids = e.queue_ref("kids").unwrap();
+    let opts = format!(r#"{{"parent":{{"id":"{}","queue":"bull:q"}}}}"#, taken[1].0);
+    e.add_linked(&kids, vec![job("kid", "{}", &opts)]).unwrap();
+    assert_eq!(
+        step(&taken[1].0, taken[1].1, Outcome::WaitingChildren),
+        AckResult::WaitingChildren
+    );
+    settle(&e);
+    e.close();
+
+    let e = open(&path).unwrap();
+    let q = e.queue_ref("q").unwrap();
+    assert_eq!(e.state(&q, &taken[0].0), "delayed");
+    let record: serde_json::Value =
+        serde_json::from_str(&e.job_json(&q, &taken[0].0).unwrap()).unwrap();
+    assert_eq!(record["delay"], 60_000);
+    assert_eq!(e.state(&q, &taken[1].0), "waiting-children");
     e.close();
 }

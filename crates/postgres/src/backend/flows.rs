@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ferroqueue_engine::domain::flow::{
     with_parent_json, ChildEnd, ChildRef, Notice, OnChildFailure, ParentLink,
 };
-use ferroqueue_engine::{Added, EngineError, FlowNode, NewJob, QueueRef, Result};
+use ferroqueue_engine::{AckResult, Added, EngineError, FlowNode, NewJob, QueueRef, Result};
 
 use super::Shared;
 use crate::acks::{Completion, Failed, Failure};
@@ -311,4 +311,20 @@ pub(super) async fn ended(
 /// Whether a job's options text may name a parent (a cheap filter before parsing).
 pub(super) fn may_have_parent(opts: Option<&str>) -> bool {
     opts.is_some_and(|o| o.contains("\"parent\""))
+}
+
+/// A step of a step job: job `key`, active under `token`, waits for its pending children
+/// (`flows::step_to_children`), in a transaction of its own.
+pub(super) async fn wait_for_children_step(
+    s: &Shared,
+    queue: &str,
+    key: i64,
+    token: i64,
+) -> Result<AckResult> {
+    let moved = transaction!(s, |c, t| flows::step_to_children(c, t, queue, key, token))?;
+    Ok(match moved {
+        None => AckResult::Stale,
+        Some(true) => AckResult::WaitingChildren,
+        Some(false) => AckResult::StillActive,
+    })
 }

@@ -19,6 +19,7 @@ mod feed;
 mod flows;
 mod read;
 mod shared;
+mod steps;
 mod upkeep;
 mod work;
 
@@ -278,12 +279,30 @@ impl Backend for PgBackend {
     }
 
     fn let_go(&self, holder: u32) -> usize {
-        // Its leases are no longer renewed: they expire and are swept (upkeep.rs).
-        if self.shared.holders.lock().remove(&holder).is_some() {
-            self.shared.held.lock().retain(|_, h| h.holder != holder);
-            self.shared.holders_changed.notify_waiters();
+        let Some(terms) = self.shared.holders.lock().remove(&holder) else {
+            return 0;
+        };
+        let mut tokens = Vec::new();
+        self.shared.held.lock().retain(|token, h| {
+            let mine = h.holder == holder;
+            if mine {
+                tokens.push(*token);
+            }
+            !mine
+        });
+        self.shared.holders_changed.notify_waiters();
+        // This process knows the holder is gone: its leases end now, not when they would expire.
+        if !tokens.is_empty() {
+            let s = self.shared.clone();
+            self.handle
+                .spawn(upkeep::expire(s, tokens, terms.max_stalled));
         }
         0
+    }
+
+    fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, ms: u64) -> Reply<bool> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { steps::extend_lock(&s, &q, &id, token, ms).await })
     }
 
     fn take_stalled(&self, _q: &QueueRef) -> Reply<Vec<String>> {

@@ -143,6 +143,23 @@ async fn sweep(s: &Shared, c: &crate::pool::Conn, max_stalled: i32) -> Result<()
     }
 }
 
+/// Ends the leases `tokens` of a holder that is gone and sweeps them at once (failing those
+/// stalled more than `max_stalled` times, its `maxStalledCount`).
+pub(super) async fn expire(s: Arc<Shared>, tokens: Vec<i64>, max_stalled: u32) {
+    let Ok(c) = s.pool.get().await else { return };
+    let sql = format!(
+        "UPDATE {}.jobs SET lease_until = clock_timestamp() - interval '1 millisecond'
+         WHERE token = ANY($1) AND state = 3",
+        s.target().schema()
+    );
+    if c.query(s.target(), "cannot end leases", &sql, &[&tokens])
+        .await
+        .is_ok()
+    {
+        let _ = sweep(&s, &c, i32::try_from(max_stalled).unwrap_or(i32::MAX)).await;
+    }
+}
+
 /// The stalled checks this process's Workers ask for (BullMQ runs one per Worker): every
 /// shortest `stalledInterval` of its holders that do not `skipStalledCheck`, failing jobs past
 /// the largest `maxStalledCount` among them. The elected process sweeps too, every

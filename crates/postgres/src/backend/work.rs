@@ -242,6 +242,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let mut done: Vec<(usize, Completion)> = Vec::new();
     let mut failed: Vec<(usize, Failure, u64)> = Vec::new();
     let mut given: Vec<(usize, (i64, i64, bool))> = Vec::new();
+    let mut steps: Vec<(usize, i64, i64, Outcome)> = Vec::new();
     let mut bounds: Vec<(JobState, KeepJobs)> = Vec::new();
     let mut links: HashMap<i64, super::flows::Link> = HashMap::new();
     {
@@ -305,6 +306,9 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                     ));
                 }
                 Outcome::Released { started } => given.push((i, (h.key, token, started))),
+                step @ (Outcome::Delayed { .. } | Outcome::WaitingChildren) => {
+                    steps.push((i, h.key, token, step))
+                }
             }
         }
     }
@@ -343,6 +347,21 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
         for (_, g) in &given {
             held.remove(&g.1);
         }
+    }
+    for (i, key, token, step) in steps {
+        let r = match step {
+            Outcome::Delayed { run_at } => {
+                super::steps::delay(s, queue, key, token, run_at).await?
+            }
+            _ => super::flows::wait_for_children_step(s, queue, key, token).await?,
+        };
+        if matches!(
+            r,
+            AckResult::Delayed | AckResult::WaitingChildren | AckResult::Stale
+        ) {
+            s.held.lock().remove(&token);
+        }
+        results[i] = r;
     }
     // Sets: a batch of 500 must not cost 500 × 500 comparisons.
     let (completed, fails, released) = written?;

@@ -39,7 +39,7 @@ impl QueueState {
             self.jobs.get(&key).and_then(|j| j.group().cloned())
         };
         let result = self.finish(key, lock, outcome, keep, now, fx);
-        if result != AckResult::Stale {
+        if !matches!(result, AckResult::Stale | AckResult::StillActive) {
             self.slot_freed();
             if let Some(g) = group {
                 self.group_slot_freed(&g);
@@ -66,10 +66,13 @@ impl QueueState {
         if job.state != JobState::Active || job.lock != lock {
             return AckResult::Stale;
         }
+        if matches!(outcome, Outcome::Delayed { .. } | Outcome::WaitingChildren) {
+            return self.step(key, outcome, now, fx);
+        }
         // A `null` return value over no earlier one (the common no-op processor) changes no
         // extra column: nothing is allocated for it and only the state columns are written.
         let extra_changes = match &outcome {
-            Outcome::Released { .. } => false,
+            Outcome::Released { .. } | Outcome::Delayed { .. } | Outcome::WaitingChildren => false,
             Outcome::Completed(v) => {
                 &**v != "null" || job.extra.as_ref().is_some_and(|e| e.returnvalue.is_some())
             }
@@ -82,6 +85,8 @@ impl QueueState {
         let active_seq = job.state_seq;
         self.active.remove(&active_seq);
         match outcome {
+            // Steps went to `step` above.
+            Outcome::Delayed { .. } | Outcome::WaitingChildren => AckResult::Stale,
             Outcome::Released { started } => {
                 if !started {
                     job.attempts_started = job.attempts_started.saturating_sub(1);

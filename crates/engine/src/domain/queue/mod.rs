@@ -47,6 +47,7 @@ mod lanes;
 mod read;
 mod rebuild;
 mod stall;
+mod steps;
 mod take;
 #[cfg(test)]
 mod tests;
@@ -112,6 +113,12 @@ pub enum Outcome {
     /// its processor ran (a worker closed with force), which counts in `attemptsStarted`; a job
     /// a worker claimed ahead (prefetch) and gave back unstarted does not.
     Released { started: bool },
+    /// A step of a step job (`job.moveToDelayed`): delayed until `run_at` (ms), no attempt
+    /// spent.
+    Delayed { run_at: u64 },
+    /// A step of a step job (`job.moveToWaitingChildren`): waits for its pending children, no
+    /// attempt spent; a job with none pending stays active.
+    WaitingChildren,
 }
 
 /// What an ack did.
@@ -126,6 +133,12 @@ pub enum AckResult {
     Failed,
     /// Back to waiting, unprocessed.
     Released,
+    /// Delayed by its processor, a step of a step job.
+    Delayed,
+    /// Waiting for its children, a step of a step job.
+    WaitingChildren,
+    /// Still active: it has no pending children to wait for (its lock stays valid).
+    StillActive,
     /// The job was not active under that token (removed, obliterated or already acked).
     Stale,
 }

@@ -36,6 +36,12 @@ impl QueueState {
         self.jobs.get(&self.key_of(id)?)
     }
 
+    /// Whether job `id` is active under `token` (its lease holds). O(1).
+    pub fn holds_lock(&self, id: &str, token: u64) -> bool {
+        self.job_by_id(id)
+            .is_some_and(|j| j.state == JobState::Active && j.lock == token)
+    }
+
     /// Number of jobs in a state. O(1).
     pub fn count_of(&self, filter: StateFilter) -> usize {
         match filter {

@@ -20,6 +20,7 @@ mod groups;
 mod jobs;
 mod model;
 mod stall;
+mod steps;
 
 const T0: u64 = 1_000_000;
 
