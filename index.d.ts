@@ -514,6 +514,13 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   /** 1 if removed, 0 if absent or active. */
   remove(id: string): Promise<number>
   clean(grace: number, limit: number, type?: CleanType): Promise<string[]>
+  /**
+   * Moves every job of `state` (default 'failed') that finished before `timestamp` (default: now)
+   * back to waiting, oldest first, `count` (default 1,000) per step.
+   */
+  retryJobs(opts?: { count?: number; state?: 'failed' | 'completed'; timestamp?: number }): Promise<void>
+  /** Moves every delayed job to waiting, earliest due first, `count` (default 1,000) per step. */
+  promoteJobs(opts?: { count?: number }): Promise<void>
   obliterate(opts?: { force?: boolean }): Promise<void>
   getJobLogs(id: string, start?: number, end?: number, asc?: boolean): Promise<{ logs: string[]; count: number }>
   close(): Promise<void>

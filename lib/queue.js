@@ -31,6 +31,16 @@ function checkId(id) {
   v.name('id', id)
 }
 
+/** The options of retryJobs / promoteJobs, checked: only `known` names, `count` in 1..=2^32-1. */
+function bulkOptions(opts, known) {
+  const o = v.ownOptions(opts)
+  for (const k of Object.keys(o)) {
+    if (!known.includes(k)) throw typeError(`opts.${k}`, `is not an option; expected ${known.join(', ')}`)
+  }
+  if (o.count !== undefined) v.integerIn('count', o.count, 1, 2 ** 32 - 1)
+  return o
+}
+
 class Queue extends QueueHandle {
   /**
    * @param {string} name
@@ -388,6 +398,28 @@ class Queue extends QueueHandle {
     const ids = await this._change(binding.clean, grace, limit, type)
     this.emit('cleaned', ids, type)
     return ids
+  }
+
+  /**
+   * Moves every job of `state` ('failed', the default, or 'completed') that finished before
+   * `timestamp` (default: now) back to waiting, oldest first, `count` (default 1,000) per step.
+   */
+  async retryJobs(opts) {
+    const o = bulkOptions(opts, ['count', 'state', 'timestamp'])
+    const state = o.state ?? 'failed'
+    if (state !== 'failed' && state !== 'completed') {
+      throw Object.assign(new RangeError(`state must be 'failed' or 'completed', got ${v.describe(state)}`), { code: 'ERR_INVALID_OPTION' })
+    }
+    const before = o.timestamp ?? Date.now()
+    v.integerIn('timestamp', before, 0, Number.MAX_SAFE_INTEGER)
+    const count = o.count ?? 1000
+    while ((await this._change(binding.retryJobs, state, count, before)) >= count);
+  }
+
+  /** Moves every delayed job to waiting, earliest due first, `count` (default 1,000) per step. */
+  async promoteJobs(opts) {
+    const count = bulkOptions(opts, ['count']).count ?? 1000
+    while ((await this._change(binding.promoteJobs, count)) >= count);
   }
 
   /** Removes the whole queue; refuses while jobs are active unless `{ force: true }`. */

@@ -3,14 +3,14 @@
 
 use ferroqueue_engine::domain::listing::parse_states;
 use ferroqueue_engine::domain::queue::{Added, NewJob};
-use ferroqueue_engine::{EngineError, JobOptions, Page, Reply};
+use ferroqueue_engine::{EngineError, JobOptions, JobState, Page, Reply};
 use napi::bindgen_prelude::{Either, Float64ArraySlice, PromiseRaw};
 use napi::{Env, JsString};
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{count_arg, ms, run, settle};
+use crate::errors::{count_arg, ms, range, run, settle};
 use crate::registry::with_queue;
 use crate::reply::{answer, Answer};
 use crate::text::js_text;
@@ -313,6 +313,43 @@ pub fn clean(
         with_queue(h, |b, q| b.clean(q, grace, limit, state))
     })?;
     answer(env, reply, |ids| ids)
+}
+
+/// Moves up to `count` jobs of finished `state` ('failed' or 'completed') that finished before
+/// `before` (ms) back to waiting, oldest first; answers how many.
+#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
+pub fn retry_jobs(
+    env: &Env,
+    h: u32,
+    state: String,
+    count: f64,
+    before: f64,
+) -> napi::Result<Answer<'_, u32>> {
+    let reply = run(env, || {
+        let count = count_arg("count", count)?;
+        let before = ms("timestamp", before)?;
+        let from = match JobState::parse(&state) {
+            Some(s @ (JobState::Failed | JobState::Completed)) => s,
+            _ => {
+                return Err(range(
+                    "state",
+                    format!("must be 'failed' or 'completed', got {state:?}"),
+                ))
+            }
+        };
+        with_queue(h, |b, q| b.retry_jobs(q, from, count, before))
+    })?;
+    answer(env, reply, |n| n.min(u32::MAX as usize) as u32)
+}
+
+/// Moves up to `count` delayed jobs to waiting, earliest due first; answers how many.
+#[napi(catch_unwind, ts_return_type = "number | Promise<number>")]
+pub fn promote_jobs(env: &Env, h: u32, count: f64) -> napi::Result<Answer<'_, u32>> {
+    let reply = run(env, || {
+        let count = count_arg("count", count)?;
+        with_queue(h, |b, q| b.promote_jobs(q, count))
+    })?;
+    answer(env, reply, |n| n.min(u32::MAX as usize) as u32)
 }
 
 /// Removes everything of the queue.

@@ -244,6 +244,11 @@ pub trait Backend: Send + Sync + 'static {
         limit: usize,
         state: StateFilter,
     ) -> Reply<Vec<String>>;
+    /// Moves up to `count` jobs of finished state `from` that finished before `before` (ms)
+    /// back to waiting, oldest first; answers how many (0: none left).
+    fn retry_jobs(&self, q: &QueueRef, from: JobState, count: usize, before: u64) -> Reply<usize>;
+    /// Moves up to `count` delayed jobs to waiting, earliest due first; answers how many.
+    fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize>;
     /// Removes everything of the queue (refused while jobs are active unless `force`).
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()>;
     /// Removes a job unless it is active (`ERR_JOB_LOCKED`); answers whether it existed.

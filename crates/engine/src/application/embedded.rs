@@ -314,6 +314,20 @@ impl Backend for Engine {
         }
     }
 
+    fn retry_jobs(&self, q: &QueueRef, from: JobState, count: usize, before: u64) -> Reply<usize> {
+        if self.pages_from_file(q, &[StateFilter::State(from)]) {
+            let (e, q) = (self.clone(), q.clone());
+            return Reply::later(
+                async move { e.retry_jobs_with_disk(&q, from, count, before).await },
+            );
+        }
+        self.paced(Engine::retry_jobs(self, q, from, count, before))
+    }
+
+    fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize> {
+        self.paced(Engine::promote_jobs(self, q, count))
+    }
+
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {
         Reply::Now(Engine::obliterate(self, q, force))
     }

@@ -5,6 +5,7 @@ pub(crate) mod commit_notice;
 mod durability;
 mod embedded;
 pub mod engine;
+mod engine_bulk;
 mod engine_disk;
 pub mod engine_flows;
 mod engine_groups;

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
+use crate::domain::job::{JobKey, JobState};
 use crate::error::{EngineError, Result};
 pub use apply::Deleted;
 pub use eviction::Eviction;
@@ -159,6 +160,31 @@ impl Storage {
             Some(conn) => f(conn).map_err(|e| schema::classify(&shown, e)),
             None => Err(EngineError::Internal("reader connection missing".into())),
         }
+    }
+
+    /// Keys of up to `limit` stored jobs of `queue` in finished `state` that finished before
+    /// `before` (ms), oldest first. Blocking.
+    pub fn finished_keys(
+        &self,
+        queue: &str,
+        state: JobState,
+        before: u64,
+        limit: usize,
+    ) -> Result<Vec<JobKey>> {
+        self.read(|c| {
+            // `state IN (4, 5)` lets SQLite use the partial index `jobs_finished`.
+            let mut stmt = c.prepare_cached(
+                "SELECT key FROM jobs WHERE queue = ?1 AND state IN (4, 5) AND state = ?2 \
+                 AND finished_on < ?3 ORDER BY seq LIMIT ?4",
+            )?;
+            let before = before.min(i64::MAX as u64) as i64;
+            let limit = limit.min(i64::MAX as usize) as i64;
+            let rows = stmt.query_map(
+                rusqlite::params![queue, apply::state_code(state), before, limit],
+                |r| r.get::<_, i64>(0),
+            )?;
+            rows.map(|k| k.map(|k| k as JobKey)).collect()
+        })
     }
 
     /// Flushes, checkpoints, stops the writer and releases the file lock (after the writer is

@@ -10,22 +10,25 @@
 //! - `read.rs`: getters, counts, pages, logs;
 //! - `admin.rs`: pause, resume, drain, clean, obliterate, remove and changes of one job;
 //! - `feed.rs`: the listener connection and QueueEvents' feed;
-//! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims) and lease
-//!   renewal.
+//! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims), lease holders
+//!   and lease renewal;
+//! - `steps.rs` / `bulk.rs`: step jobs' moves and `extendLock`; `retryJobs` / `promoteJobs`;
+//! - `open.rs`: the configuration and the runtime.
 
 mod admin;
+mod bulk;
 mod coalesce;
 mod feed;
 mod flows;
+mod open;
 mod read;
 mod shared;
 mod steps;
 mod upkeep;
 mod work;
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,39 +42,12 @@ use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits
 use ferroqueue_engine::domain::listing::StateFilter;
 use ferroqueue_engine::domain::queue_name::qualified_name;
 use ferroqueue_engine::FlowNode;
-use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
+use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 
-use crate::connect::Target;
-use crate::pool::Pool;
 use shared::{Held, Shared};
 
-/// How to open a PostgreSQL backend.
-pub struct PgConfig {
-    pub target: Target,
-    /// Connections shared by the backend's calls (default 4).
-    pub max_connections: usize,
-    /// How records and events are written for the caller.
-    pub wire: Arc<dyn Wire>,
-    /// The lease of an activation, ms (BullMQ's `lockDuration` default, 30 s).
-    pub lease_ms: i64,
-    /// How often the elected process promotes, sweeps and trims when nothing wakes it.
-    pub upkeep_every: Duration,
-}
-
-impl PgConfig {
-    /// Defaults for `target`, writing with `wire`.
-    pub fn new(target: Target, wire: Arc<dyn Wire>) -> PgConfig {
-        PgConfig {
-            target,
-            max_connections: 4,
-            wire,
-            lease_ms: 30_000,
-            upkeep_every: Duration::from_secs(1),
-        }
-    }
-}
+pub use open::PgConfig;
 
 /// The PostgreSQL backend.
 pub struct PgBackend {
@@ -81,58 +57,6 @@ pub struct PgBackend {
 }
 
 impl PgBackend {
-    /// Opens the backend: starts its runtime and its background tasks. Connecting (and
-    /// migrating) happens on the first call, whose answer carries any connection error.
-    ///
-    /// Errors: `ERR_INTERNAL` when the runtime's threads cannot be started.
-    pub fn open(config: PgConfig) -> Result<PgBackend> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("ferroqueue-pg")
-            .enable_all()
-            .build()
-            .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0x9E37_79B9, |d| d.as_nanos() as u64)
-            | 1;
-        let shared = Arc::new(Shared {
-            pool: Pool::new(config.target, config.max_connections),
-            wire: config.wire,
-            lease_ms: config.lease_ms,
-            upkeep_every: config.upkeep_every,
-            adds: coalesce::Waiting::default(),
-            acks: coalesce::Waiting::default(),
-            held: Mutex::new(HashMap::new()),
-            holders: Mutex::new(HashMap::new()),
-            holders_changed: Notify::new(),
-            ready: Mutex::new(HashMap::new()),
-            cancels: Mutex::new(HashMap::new()),
-            listeners: Mutex::new(HashMap::new()),
-            events: Mutex::new(Vec::new()),
-            notifier: Mutex::new(None),
-            feed: Notify::new(),
-            upkeep: Notify::new(),
-            closed: AtomicBool::new(false),
-            subs_wanted: AtomicU64::new(0),
-            subs_ready: tokio::sync::watch::Sender::new(0),
-            rng: Mutex::new(seed),
-            limited: Mutex::new(Default::default()),
-            held_back: Mutex::new(Default::default()),
-        });
-        let handle = rt.handle().clone();
-        handle.spawn(feed::listen(shared.clone()));
-        handle.spawn(feed::read(shared.clone()));
-        handle.spawn(upkeep::run(shared.clone()));
-        handle.spawn(upkeep::renew(shared.clone()));
-        handle.spawn(upkeep::sweep_for_holders(shared.clone()));
-        Ok(PgBackend {
-            shared,
-            rt: Mutex::new(Some(rt)),
-            handle,
-        })
-    }
-
     /// Adds or acks through the queue's coalescer (`coalesce.rs`).
     fn coalesced<T: coalesce::Coalesced>(&self, q: &QueueRef, items: Vec<T>) -> Reply<Vec<T::Out>> {
         if let Err(e) = self.shared.check_open() {
@@ -273,30 +197,11 @@ impl Backend for PgBackend {
     }
 
     fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()> {
-        self.shared.holders.lock().insert(holder, terms.checked()?);
-        self.shared.holders_changed.notify_waiters();
-        Ok(())
+        upkeep::hold(&self.shared, holder, terms)
     }
 
     fn let_go(&self, holder: u32) -> usize {
-        let Some(terms) = self.shared.holders.lock().remove(&holder) else {
-            return 0;
-        };
-        let mut tokens = Vec::new();
-        self.shared.held.lock().retain(|token, h| {
-            let mine = h.holder == holder;
-            if mine {
-                tokens.push(*token);
-            }
-            !mine
-        });
-        self.shared.holders_changed.notify_waiters();
-        // This process knows the holder is gone: its leases end now, not when they would expire.
-        if !tokens.is_empty() {
-            let s = self.shared.clone();
-            self.handle
-                .spawn(upkeep::expire(s, tokens, terms.max_stalled));
-        }
+        upkeep::let_go(&self.shared, &self.handle, holder);
         0
     }
 
@@ -439,6 +344,16 @@ impl Backend for PgBackend {
     ) -> Reply<Vec<String>> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { admin::clean(&s, &q, grace, limit, state).await })
+    }
+
+    fn retry_jobs(&self, q: &QueueRef, from: JobState, count: usize, before: u64) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { bulk::retry_jobs(&s, &q, from, count, before).await })
+    }
+
+    fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { bulk::promote_jobs(&s, &q, count).await })
     }
 
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {

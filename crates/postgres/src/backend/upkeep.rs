@@ -14,6 +14,7 @@ use ferroqueue_engine::structures::fnv1a;
 use super::Shared;
 use crate::connect::connect;
 use crate::leases::Lease;
+use ferroqueue_engine::domain::lease::LeaseTerms;
 
 /// Jobs promoted or swept per statement.
 const BATCH: i64 = 1_000;
@@ -140,6 +141,33 @@ async fn sweep(s: &Shared, c: &crate::pool::Conn, max_stalled: i32) -> Result<()
         if !full {
             return Ok(());
         }
+    }
+}
+
+/// Registers lease holder `holder` of this process (a Worker) with its terms.
+pub(super) fn hold(s: &Shared, holder: u32, terms: LeaseTerms) -> ferroqueue_engine::Result<()> {
+    s.holders.lock().insert(holder, terms.checked()?);
+    s.holders_changed.notify_waiters();
+    Ok(())
+}
+
+/// Holder `holder` is gone: its leases are no longer renewed, and since this process knows it,
+/// they end now (`expire`), not when they would run out.
+pub(super) fn let_go(s: &Arc<Shared>, handle: &tokio::runtime::Handle, holder: u32) {
+    let Some(terms) = s.holders.lock().remove(&holder) else {
+        return;
+    };
+    let mut tokens = Vec::new();
+    s.held.lock().retain(|token, h| {
+        let mine = h.holder == holder;
+        if mine {
+            tokens.push(*token);
+        }
+        !mine
+    });
+    s.holders_changed.notify_waiters();
+    if !tokens.is_empty() {
+        handle.spawn(expire(s.clone(), tokens, terms.max_stalled));
     }
 }
 

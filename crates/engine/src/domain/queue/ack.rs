@@ -79,6 +79,7 @@ impl QueueState {
             Outcome::Failed { .. } => true,
         };
         let what = if extra_changes { STATE | EXTRA } else { STATE };
+        let finish_at = self.finish_time(now);
         let Some(job) = self.jobs.change(&key, what) else {
             return AckResult::Stale;
         };
@@ -103,7 +104,7 @@ impl QueueState {
             }
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
-                job.finished_on = now;
+                job.finished_on = finish_at;
                 // BullMQ 6 counts every finished attempt, the successful one included.
                 job.attempts_made += 1;
                 let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
@@ -159,7 +160,7 @@ impl QueueState {
                 }
                 if let Some(job) = self.jobs.change(&key, STATE) {
                     job.state = JobState::Failed;
-                    job.finished_on = now;
+                    job.finished_on = finish_at;
                 }
                 let seq = self.next_state_seq();
                 if let Some(job) = self.jobs.change(&key, STATE) {

@@ -81,25 +81,14 @@ impl QueueState {
             return Vec::new();
         }
         let cutoff = now.saturating_sub(grace);
-        let finished = matches!(
-            filter,
-            StateFilter::State(JobState::Completed) | StateFilter::State(JobState::Failed)
-        );
-        let mut candidates: Vec<(u64, JobKey)> = self
-            .keys_in(filter)
-            .into_iter()
-            .filter_map(|k| {
-                let j = self.jobs.get(&k)?;
-                let t = if finished { j.finished_on } else { j.timestamp };
-                (t < cutoff).then_some((t, k))
-            })
-            .collect();
-        candidates.sort_unstable();
-        if limit > 0 {
-            candidates.truncate(limit);
-        }
+        let candidates = match filter {
+            StateFilter::State(s @ (JobState::Completed | JobState::Failed)) => {
+                self.finished_before(s, cutoff, limit)
+            }
+            _ => self.created_before(filter, cutoff, limit),
+        };
         let mut ids = Vec::with_capacity(candidates.len());
-        for (_, key) in candidates {
+        for key in candidates {
             if let Some(id) = self.remove_key(key) {
                 ids.push(id);
             }
@@ -109,6 +98,48 @@ impl QueueState {
             self.emit(fx, || EventKind::Cleaned { count });
         }
         ids
+    }
+
+    /// Up to `limit` (0: all) finished jobs of `state` that finished before `cutoff`, oldest
+    /// first. A finished set is ordered by `finished_on` (see `finish_time`), so this walks it
+    /// from its oldest end and stops at the first job that is not old: O(k), whatever the size of
+    /// the set.
+    pub(super) fn finished_before(
+        &self,
+        state: JobState,
+        cutoff: u64,
+        limit: usize,
+    ) -> Vec<JobKey> {
+        let set = if state == JobState::Completed {
+            &self.completed
+        } else {
+            &self.failed
+        };
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        set.values()
+            .copied()
+            .take_while(|k| self.jobs.get(k).is_some_and(|j| j.finished_on < cutoff))
+            .take(limit)
+            .collect()
+    }
+
+    /// Up to `limit` (0: all) unfinished jobs in `filter` created before `cutoff`, oldest first.
+    /// O(n log n) over the state: their order is not by creation time (a job's `timestamp` is the
+    /// caller's to set).
+    fn created_before(&self, filter: StateFilter, cutoff: u64, limit: usize) -> Vec<JobKey> {
+        let mut old: Vec<(u64, JobKey)> = self
+            .keys_in(filter)
+            .into_iter()
+            .filter_map(|k| {
+                let t = self.jobs.get(&k)?.timestamp;
+                (t < cutoff).then_some((t, k))
+            })
+            .collect();
+        old.sort_unstable();
+        if limit > 0 {
+            old.truncate(limit);
+        }
+        old.into_iter().map(|(_, k)| k).collect()
     }
 
     /// Removes the whole queue's content, ids and paused flag. Refuses while jobs are active

@@ -220,9 +220,10 @@ impl QueueState {
         self.leave_waiting_children(key);
         let seq = self.next_state_seq();
         let reason: Box<str> = reason.into();
+        let finish_at = self.finish_time(now);
         if let Some(j) = self.jobs.change(&key, STATE | EXTRA) {
             j.state = JobState::Failed;
-            j.finished_on = now;
+            j.finished_on = finish_at;
             j.state_seq = seq;
             j.extra_mut().failed_reason = Some(reason.clone());
         }

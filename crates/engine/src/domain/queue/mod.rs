@@ -40,6 +40,7 @@ use crate::structures::DelayedHeap;
 mod ack;
 mod add;
 mod admin;
+mod bulk;
 mod dedup;
 pub mod evicted;
 mod flow;
@@ -153,6 +154,9 @@ pub struct QueueState {
     custom_ids: FxHashMap<Box<str>, JobKey>,
     names: FxHashSet<Arc<str>>,
     last_auto_id: u64,
+    /// The latest `finished_on` given: finish times never go back within a queue, so the
+    /// finished sets (by `state_seq`) are ordered by `finished_on` too (see `finish_time`).
+    last_finished: u64,
     custom_seq: u64,
     order_seq: i64,
     /// Ready jobs without a group; grouped ones wait in their group's lane (`lanes.rs`).
@@ -204,6 +208,7 @@ impl QueueState {
             custom_ids: FxHashMap::default(),
             names: FxHashSet::default(),
             last_auto_id: 0,
+            last_finished: 0,
             custom_seq: 0,
             order_seq: 0,
             ready: ReadyHeap::default(),
@@ -235,6 +240,14 @@ impl QueueState {
     /// The queue's qualified name.
     pub fn name(&self) -> &Arc<str> {
         &self.name
+    }
+
+    /// The `finished_on` of a job finishing at `now`: `now`, or the latest one given if the
+    /// clock went back. So a finished set, ordered by when jobs entered it, is ordered by
+    /// `finished_on` as well, and `clean` walks it from the oldest instead of sorting it.
+    fn finish_time(&mut self, now: u64) -> u64 {
+        self.last_finished = self.last_finished.max(now);
+        self.last_finished
     }
 
     /// How many jobs are active. O(1).
@@ -346,8 +359,29 @@ impl QueueState {
 
     /// Moves due delayed jobs to the ready heap and wakes waiters. O(k log n).
     pub fn promote_due(&mut self, now: u64, fx: &mut Effects) -> usize {
+        self.promote_from_delayed(now, usize::MAX, false, fx)
+    }
+
+    /// Moves up to `max` delayed jobs due by `now` to the ready heap, earliest first, and wakes
+    /// waiters; `promoted`: they were promoted early (their `delay` becomes 0, as `promote`
+    /// does). O(k log n).
+    fn promote_from_delayed(
+        &mut self,
+        now: u64,
+        max: usize,
+        promoted: bool,
+        fx: &mut Effects,
+    ) -> usize {
         let mut n = 0;
-        while let Some((key, _)) = self.delayed.pop_due(now) {
+        while n < max {
+            let Some((key, _)) = self.delayed.pop_due(now) else {
+                break;
+            };
+            if promoted {
+                if let Some(job) = self.jobs.change(&key, STATE) {
+                    job.delay = 0;
+                }
+            }
             self.push_ready(key, false);
             self.emit(fx, || EventKind::Waiting {
                 job_id: id_of(key, &self.jobs),

@@ -60,6 +60,7 @@ impl QueueState {
                 q.last_auto_id = q.last_auto_id.max(key);
             }
             q.state_seq = q.state_seq.max(job.state_seq);
+            q.last_finished = q.last_finished.max(job.finished_on);
             q.order_seq = q.order_seq.max(ord.unsigned_abs() as i64);
             match job.state {
                 JobState::WaitingChildren => {

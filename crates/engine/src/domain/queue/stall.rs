@@ -83,6 +83,7 @@ impl QueueState {
     /// waiting, or failed past `max_stalled` stalls. Answers whether it failed.
     pub(super) fn stall(&mut self, key: JobKey, max_stalled: u32, now: u64) -> bool {
         let seq = self.next_state_seq();
+        let finish_at = self.finish_time(now);
         let Some(job) = self.jobs.change(&key, STATE | EXTRA) else {
             return false;
         };
@@ -96,7 +97,7 @@ impl QueueState {
         extra.failed_reason = Some(STALLED_TOO_OFTEN.into());
         job.attempts_made += 1;
         job.state = JobState::Failed;
-        job.finished_on = now;
+        job.finished_on = finish_at;
         job.state_seq = seq;
         self.failed.insert(seq, key);
         true

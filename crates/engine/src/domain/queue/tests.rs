@@ -15,6 +15,7 @@ use crate::domain::options::{JobOptions, KeepJobs};
 use crate::error::EngineError;
 
 mod admin;
+mod clean;
 mod dedup;
 mod groups;
 mod jobs;
