@@ -76,6 +76,11 @@ export interface JobsOptions {
   removeDependencyOnFailure?: boolean
   /** When this child fails for good, its parent runs at once; see `getFailedChildrenValues`. */
   continueParentOnFailure?: boolean
+  /**
+   * BullMQ's repeat: makes (or updates) the job scheduler keyed `name:jobId:endDate:tz:pattern|every`
+   * (see `upsertJobScheduler`); the job returned is its pending job. Not in `addBulk` or flows.
+   */
+  repeat?: RepeatOptions
 }
 
 export interface ParentOptions {
@@ -320,6 +325,37 @@ export class WaitingChildrenError extends Error {
   constructor(message?: string)
 }
 
+/** How a job scheduler repeats: `every` ms, or a cron `pattern` (5 fields, or 6 with seconds first). */
+export interface RepeatOptions {
+  every?: number
+  pattern?: string
+  /** IANA time zone of `pattern` (default UTC). */
+  tz?: string
+  startDate?: Date | string | number
+  endDate?: Date | string | number
+  /** Most jobs it makes. */
+  limit?: number
+  /** A pattern's first run is now. */
+  immediately?: boolean
+}
+
+/** A job scheduler as BullMQ's `getJobScheduler` answers it. */
+export interface JobSchedulerJson<DataType = any> {
+  key: string
+  id: string
+  name: string
+  iterationCount: number
+  every?: number
+  pattern?: string
+  tz?: string
+  startDate?: number
+  endDate?: number
+  limit?: number
+  /** The slot (ms) of its pending job. */
+  next?: number
+  template: { data: DataType; opts?: JobsOptions }
+}
+
 export interface JobJson<DataType = any, ReturnType = any, NameType extends string = string> {
   id: string
   name: NameType
@@ -371,6 +407,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   readonly parent: { id: string; queueKey: string } | undefined
   /** A flow child's parent key, `prefix:queue:id` (read from `opts.parent`). */
   readonly parentKey: string | undefined
+  /** The job scheduler that made it (from its id `repeat:{scheduler}:{slot}`), else undefined. */
+  readonly repeatJobKey: string | undefined
   /** The name of the job's queue. */
   readonly queueName: string
   /** The key of the job's queue, `prefix:name`. */
@@ -520,6 +558,21 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
    */
   retryJobs(opts?: { count?: number; state?: 'failed' | 'completed'; timestamp?: number }): Promise<void>
   /** Moves every delayed job to waiting, earliest due first, `count` (default 1,000) per step. */
+  /**
+   * Creates or updates job scheduler `id` (BullMQ v5): `repeat` is `{ every }` (ms, the first run
+   * at once) or `{ pattern, tz? }` (cron, 5 or 6 fields), with `startDate`, `endDate`, `limit`,
+   * `immediately`; `template` its jobs' name (default: the id), data and options. Resolves with
+   * its pending job. Memory and SQLite files; PostgreSQL refuses it for now.
+   */
+  upsertJobScheduler(id: string, repeat: RepeatOptions, template?: { name?: NameType; data?: DataType; opts?: Omit<JobsOptions, 'jobId' | 'delay' | 'repeat' | 'parent'> }): Promise<Job<DataType, ReturnType, NameType>>
+  /** Scheduler `id`, or undefined. */
+  getJobScheduler(id: string): Promise<JobSchedulerJson<DataType> | undefined>
+  /** Schedulers by next run (`asc`: soonest first; default latest first), `start..=end`. */
+  getJobSchedulers(start?: number, end?: number, asc?: boolean): Promise<JobSchedulerJson<DataType>[]>
+  /** How many schedulers the queue has. */
+  getJobSchedulersCount(): Promise<number>
+  /** Removes scheduler `id` and its pending job; resolves whether it existed. */
+  removeJobScheduler(id: string): Promise<boolean>
   promoteJobs(opts?: { count?: number }): Promise<void>
   obliterate(opts?: { force?: boolean }): Promise<void>
   getJobLogs(id: string, start?: number, end?: number, asc?: boolean): Promise<{ logs: string[]; count: number }>

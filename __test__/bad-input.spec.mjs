@@ -53,7 +53,7 @@ const BAD_ADDS = [
   ["jobId '123' (an integer)", 'n', {}, { jobId: '123' }, RangeError, 'ERR_INVALID_OPTION', /jobId/],
   ["jobId '42'", 'n', {}, { jobId: '42' }, RangeError, 'ERR_INVALID_OPTION', /jobId/],
   ['an option that is no option', 'n', {}, { priorty: 1 }, TypeError, 'ERR_INVALID_OPTION', /priorty is not an option/],
-  ['a BullMQ option not supported yet', 'n', {}, { repeat: { every: 1000 } }, TypeError, 'ERR_UNSUPPORTED_OPTION', /repeat/],
+  ['a BullMQ option not supported yet', 'n', {}, { debounce: { id: 'x' } }, TypeError, 'ERR_UNSUPPORTED_OPTION', /debounce/],
   ["jobId ''", 'n', {}, { jobId: '' }, RangeError, 'ERR_INVALID_OPTION', /jobId/],
   ['jobId a number', 'n', {}, { jobId: 7 }, TypeError, 'ERR_INVALID_OPTION', /jobId/],
   ['timestamp -5', 'n', {}, { timestamp: -5 }, RangeError, 'ERR_INVALID_OPTION', /timestamp/],

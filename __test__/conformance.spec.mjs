@@ -36,7 +36,6 @@ describe('no option is silently ignored', () => {
   it('refuses job options that are not supported yet or unknown, in add and addBulk, adding nothing', async () => {
     const q = mkQueue()
     for (const [opts, code, pattern] of [
-      [{ repeat: { every: 1000 } }, 'ERR_UNSUPPORTED_OPTION', /^repeat /],
       [{ debounce: { id: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^debounce /],
       [{ stackTraceLimit: 5 }, 'ERR_UNSUPPORTED_OPTION', /^stackTraceLimit /],
       [{ telemetry: { traceparent: 'x' } }, 'ERR_UNSUPPORTED_OPTION', /^telemetry /],

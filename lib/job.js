@@ -199,6 +199,14 @@ class Job {
   }
 
   /** The name of the job's queue (BullMQ's field). */
+  /** The id of the job scheduler that made this job (BullMQ's `repeatJobKey`), else undefined. */
+  get repeatJobKey() {
+    const id = this.id
+    if (typeof id !== 'string' || !id.startsWith('repeat:')) return undefined
+    const at = id.lastIndexOf(':')
+    return at > 7 && /^[0-9]+$/.test(id.slice(at + 1)) ? id.slice(7, at) : undefined
+  }
+
   get queueName() {
     return this.queue.name
   }

@@ -7,6 +7,7 @@ const { typeError, inputError } = require('./errors')
 const { Job } = require('./job')
 const { addBulk } = require('./bulk')
 const v = require('./validate')
+const schedulers = require('./schedulers')
 
 /** What an add code means when it is not an automatic id (see src/queue.rs), read once: the
  * binding object is large, and a property read from it per add costs about 0.1 µs. */
@@ -81,6 +82,8 @@ class Queue extends QueueHandle {
     this._ensureOpen()
     v.jobName(name)
     const merged = this._merge(opts)
+    // BullMQ's `repeat`: the job scheduler it names makes the jobs.
+    if (merged.repeat !== undefined) return schedulers.addRepeated(this, name, data, merged)
     const text = v.toJson(data)
     const timestamp = merged.timestamp ?? Date.now()
     let optsText = null
@@ -420,6 +423,35 @@ class Queue extends QueueHandle {
   async promoteJobs(opts) {
     const count = bulkOptions(opts, ['count']).count ?? 1000
     while ((await this._change(binding.promoteJobs, count)) >= count);
+  }
+
+  /**
+   * Creates or updates job scheduler `id` (BullMQ v5): `repeat` is `{ every }` (ms) or
+   * `{ pattern, tz? }` (cron, 5 or 6 fields), with `startDate`, `endDate`, `limit`,
+   * `immediately`; `template` is `{ name?, data?, opts? }`. Resolves with its pending job.
+   */
+  upsertJobScheduler(id, repeat, template) {
+    return schedulers.upsertJobScheduler(this, id, repeat, template)
+  }
+
+  /** Scheduler `id` (BullMQ's JobSchedulerJson), or undefined. */
+  getJobScheduler(id) {
+    return schedulers.getJobScheduler(this, id)
+  }
+
+  /** Schedulers by next run (`asc`: soonest first; default latest first), `start..=end`. */
+  getJobSchedulers(start, end, asc) {
+    return schedulers.getJobSchedulers(this, start, end, asc)
+  }
+
+  /** How many schedulers the queue has. */
+  getJobSchedulersCount() {
+    return schedulers.call(this, binding.getJobSchedulersCount)
+  }
+
+  /** Removes scheduler `id` and its pending job; resolves whether it existed. */
+  removeJobScheduler(id) {
+    return schedulers.removeJobScheduler(this, id)
   }
 
   /** Removes the whole queue; refuses while jobs are active unless `{ force: true }`. */

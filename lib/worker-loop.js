@@ -8,9 +8,18 @@ const { binding, fromBinding, isPending, native } = require('./native')
 /** The most jobs one pull asks for (a u32 of the binding). */
 const MAX_PULL = 2 ** 32 - 1
 
+/**
+ * The longest the loop runs on answers at hand before it lets timers and I/O run, ms. In memory
+ * a pull answers at once and synchronous processors finish at once, so with jobs always ready
+ * (a scheduler every millisecond, a producer in another thread) the loop would go on in
+ * microtasks for ever and starve the event loop.
+ */
+const YIELD_EVERY_MS = 20
+
 /** Runs until the worker closes; then gives back the claimed jobs that did not start. */
 async function pullLoop(w) {
   const h = w._h
+  let since = performance.now()
   while (!w._closing) {
     if (w._paused) {
       await w._sleep()
@@ -27,10 +36,16 @@ async function pullLoop(w) {
     let text
     try {
       const sent = performance.now()
+      if (sent - since > YIELD_EVERY_MS) {
+        await new Promise((r) => setImmediate(r))
+        since = performance.now()
+        if (w._closing || w._paused) continue
+      }
       text = binding.tryPull(h, want, w._limits, w._holder)
       if (isPending(text)) {
         text = await native(text)
-        w._prefetch.adapt(performance.now() - sent, w._concurrency)
+        since = performance.now()
+        w._prefetch.adapt(since - sent, w._concurrency)
       }
     } catch (e) {
       w._emitError(fromBinding(e))
@@ -50,6 +65,7 @@ async function pullLoop(w) {
         text = '[]'
       } finally {
         w._pulling = false
+        since = performance.now()
       }
     }
     if (text.length === 2) continue

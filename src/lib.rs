@@ -23,6 +23,7 @@ mod limits;
 mod queue;
 mod registry;
 mod reply;
+mod schedulers;
 mod text;
 mod wire;
 mod worker;

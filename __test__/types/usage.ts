@@ -129,6 +129,14 @@ async function main(): Promise<void> {
     await job.moveToDelayed(Date.now() + 1000, token ?? '')
     throw new DelayedError()
   })
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended]
+  // Job schedulers.
+  const scheduled: Job<Mail, Sent> = await queue.upsertJobScheduler('daily', { pattern: '0 9 * * *', tz: 'Europe/Paris' }, { name: 'welcome', data: { to: 'x' } })
+  const key: string | undefined = scheduled.repeatJobKey
+  const sched = await queue.getJobScheduler('daily')
+  const nextRun: number | undefined = sched?.next
+  // @ts-expect-error template data is the queue's DataType
+  await queue.upsertJobScheduler('bad', { every: 1000 }, { data: { nope: 1 } })
+  await queue.add('welcome', { to: 'y' }, { repeat: { every: 60_000 } })
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun]
 }
 void main

@@ -249,6 +249,24 @@ pub trait Backend: Send + Sync + 'static {
     fn retry_jobs(&self, q: &QueueRef, from: JobState, count: usize, before: u64) -> Reply<usize>;
     /// Moves up to `count` delayed jobs to waiting, earliest due first; answers how many.
     fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize>;
+    /// Creates or updates job scheduler `id`: `repeat` (the JSON of
+    /// [`crate::domain::scheduler::RepeatOptions`]) and its job template (name, data JSON,
+    /// options JSON); answers the record of its pending job.
+    fn upsert_scheduler(
+        &self,
+        q: &QueueRef,
+        id: &str,
+        repeat: &str,
+        template: (Option<&str>, &str, Option<&str>),
+    ) -> Reply<String>;
+    /// Scheduler `id` as BullMQ's `JobSchedulerJson`, `None` when there is none.
+    fn scheduler(&self, q: &QueueRef, id: &str) -> Reply<Option<String>>;
+    /// A page of the schedulers by next run, as a JSON array.
+    fn schedulers(&self, q: &QueueRef, page: Page) -> Reply<String>;
+    /// How many schedulers the queue has.
+    fn scheduler_count(&self, q: &QueueRef) -> Reply<usize>;
+    /// Removes scheduler `id` and its pending job; answers whether it existed.
+    fn remove_scheduler(&self, q: &QueueRef, id: &str) -> Reply<bool>;
     /// Removes everything of the queue (refused while jobs are active unless `force`).
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()>;
     /// Removes a job unless it is active (`ERR_JOB_LOCKED`); answers whether it existed.

@@ -328,6 +328,32 @@ impl Backend for Engine {
         self.paced(Engine::promote_jobs(self, q, count))
     }
 
+    fn upsert_scheduler(
+        &self,
+        q: &QueueRef,
+        id: &str,
+        repeat: &str,
+        template: (Option<&str>, &str, Option<&str>),
+    ) -> Reply<String> {
+        self.paced_result(Engine::upsert_scheduler(self, q, id, repeat, template))
+    }
+
+    fn scheduler(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        Reply::Now(Ok(self.scheduler_json(q, id)))
+    }
+
+    fn schedulers(&self, q: &QueueRef, page: Page) -> Reply<String> {
+        Reply::Now(Ok(self.schedulers_json(q, page)))
+    }
+
+    fn scheduler_count(&self, q: &QueueRef) -> Reply<usize> {
+        Reply::Now(Ok(Engine::scheduler_count(self, q)))
+    }
+
+    fn remove_scheduler(&self, q: &QueueRef, id: &str) -> Reply<bool> {
+        self.paced(Engine::remove_scheduler(self, q, id))
+    }
+
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {
         Reply::Now(Engine::obliterate(self, q, force))
     }

@@ -158,6 +158,9 @@ impl Engine {
                 for (id, settings) in saved.groups {
                     q.restore_group(id, settings);
                 }
+                for (id, body) in saved.schedulers {
+                    q.restore_scheduler(id, &body);
+                }
                 flows |= q.uses_flows();
                 rows::snapshot(&mut q, &mut recovery_ops);
                 eviction.apply(&mut q);

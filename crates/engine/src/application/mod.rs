@@ -12,6 +12,7 @@ mod engine_groups;
 mod engine_leases;
 mod engine_ops;
 mod engine_pull;
+mod engine_schedulers;
 pub mod events;
 mod tickets;
 mod timer;

@@ -21,6 +21,7 @@ mod options_tests;
 pub mod queue;
 pub mod queue_name;
 pub mod ready;
+pub mod scheduler;
 pub mod shard;
 pub mod waiters;
 

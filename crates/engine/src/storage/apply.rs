@@ -438,6 +438,22 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
             stmt.execute(params![&**q])?;
             let mut stmt = conn.prepare_cached("DELETE FROM groups WHERE queue = ?1")?;
             stmt.execute(params![&**q])?;
+            let mut stmt = conn.prepare_cached("DELETE FROM schedulers WHERE queue = ?1")?;
+            stmt.execute(params![&**q])?;
+            Ok(())
+        }
+        StorageOp::Scheduler(q, id, Some(body)) => {
+            let mut stmt = conn.prepare_cached(
+                "INSERT INTO schedulers (queue, id, body) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (queue, id) DO UPDATE SET body = excluded.body",
+            )?;
+            stmt.execute(params![&**q, &**id, body])?;
+            Ok(())
+        }
+        StorageOp::Scheduler(q, id, None) => {
+            let mut stmt =
+                conn.prepare_cached("DELETE FROM schedulers WHERE queue = ?1 AND id = ?2")?;
+            stmt.execute(params![&**q, &**id])?;
             Ok(())
         }
         StorageOp::Dedup(q, id, Some(k)) => {

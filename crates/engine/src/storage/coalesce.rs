@@ -63,9 +63,10 @@ pub fn coalesce(ops: Vec<StorageOp>) -> Vec<Write> {
                 at.remove(&(q.clone(), key));
                 out.push(Write::Op(StorageOp::Delete(q, key)));
             }
-            op @ (StorageOp::Queue(..) | StorageOp::Dedup(..) | StorageOp::Group(..)) => {
-                out.push(Write::Op(op))
-            }
+            op @ (StorageOp::Queue(..)
+            | StorageOp::Dedup(..)
+            | StorageOp::Group(..)
+            | StorageOp::Scheduler(..)) => out.push(Write::Op(op)),
             op @ (StorageOp::Wipe(..) | StorageOp::Evicted(..)) => {
                 at.clear();
                 out.push(Write::Op(op));

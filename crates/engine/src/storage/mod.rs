@@ -24,6 +24,8 @@ mod flow_tests;
 #[cfg(test)]
 mod reopen_props;
 #[cfg(test)]
+mod scheduler_tests;
+#[cfg(test)]
 mod schema_tests;
 #[cfg(test)]
 mod tests;

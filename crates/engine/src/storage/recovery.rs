@@ -27,6 +27,8 @@ pub struct SavedQueue {
     pub dedup: Vec<(Box<str>, DedupKey)>,
     /// Job groups' own settings.
     pub groups: Vec<(Arc<str>, GroupSettings)>,
+    /// Job schedulers, as their JSON.
+    pub schedulers: Vec<(Box<str>, String)>,
 }
 
 /// Everything needed to rebuild the engine, by queue name.
@@ -165,6 +167,17 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
             .or_default()
             .groups
             .push((Arc::from(id), settings));
+    }
+    let mut stmt = conn.prepare("SELECT queue, id, body FROM schedulers")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let queue: String = r.get(0)?;
+        let id: String = r.get(1)?;
+        snap.queues
+            .entry(queue)
+            .or_default()
+            .schedulers
+            .push((id.into(), r.get(2)?));
     }
     let mut stmt = conn.prepare(&format!(
         "{JOB_SELECT} WHERE state NOT IN (4, 5) ORDER BY queue, key"

@@ -86,6 +86,8 @@ pub enum StorageOp {
     Dedup(Arc<str>, Box<str>, Option<DedupKey>),
     /// Sets a group's own settings (the defaults: drops its row).
     Group(Arc<str>, Arc<str>, GroupSettings),
+    /// Sets (or with `None` drops) a job scheduler, as its JSON.
+    Scheduler(Arc<str>, Box<str>, Option<String>),
 }
 
 impl StorageOp {
@@ -101,7 +103,8 @@ impl StorageOp {
             | StorageOp::Wipe(q)
             | StorageOp::Evicted(q, _)
             | StorageOp::Dedup(q, ..)
-            | StorageOp::Group(q, ..) => q,
+            | StorageOp::Group(q, ..)
+            | StorageOp::Scheduler(q, ..) => q,
         }
     }
 }
@@ -175,6 +178,7 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
     }
     let dedup = q.take_dedup_ops();
     let groups = q.take_group_changes();
+    let schedulers = q.take_scheduler_ops();
     let changes = q.take_changes();
     push_changes(q, changes, out);
     let name = q.name();
@@ -187,6 +191,11 @@ pub fn snapshot(q: &mut QueueState, out: &mut Vec<StorageOp>) {
         groups
             .into_iter()
             .map(|(id, s)| StorageOp::Group(name.clone(), id, s)),
+    );
+    out.extend(
+        schedulers
+            .into_iter()
+            .map(|(id, body)| StorageOp::Scheduler(name.clone(), id, body)),
     );
 }
 

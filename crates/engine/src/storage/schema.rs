@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -100,6 +100,16 @@ ALTER TABLE jobs ADD COLUMN deps TEXT;
     // 7: how many times a job stalled (its process stopped while it was active).
     r#"
 ALTER TABLE jobs ADD COLUMN stalled_counter INTEGER NOT NULL DEFAULT 0;
+"#,
+    // 8: job schedulers: each as JSON (how it repeats, its job template, its count and the slot
+    // of its pending job; `domain/queue/schedulers.rs`).
+    r#"
+CREATE TABLE schedulers (
+    queue TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (queue, id)
+);
 "#,
 ];
 

@@ -94,6 +94,16 @@ impl PgBackend {
     }
 }
 
+/// Job schedulers are built on the embedded engine first; on PostgreSQL they are refused until
+/// they are built there too (no option is silently ignored).
+fn schedulers_not_yet() -> EngineError {
+    EngineError::Unsupported {
+        option: "job schedulers".into(),
+        reason: "are not available on PostgreSQL yet (they work in memory and in SQLite files)"
+            .into(),
+    }
+}
+
 impl Drop for PgBackend {
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
@@ -354,6 +364,32 @@ impl Backend for PgBackend {
     fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { bulk::promote_jobs(&s, &q, count).await })
+    }
+
+    fn upsert_scheduler(
+        &self,
+        _q: &QueueRef,
+        _id: &str,
+        _repeat: &str,
+        _template: (Option<&str>, &str, Option<&str>),
+    ) -> Reply<String> {
+        Reply::Now(Err(schedulers_not_yet()))
+    }
+
+    fn scheduler(&self, _q: &QueueRef, _id: &str) -> Reply<Option<String>> {
+        Reply::Now(Err(schedulers_not_yet()))
+    }
+
+    fn schedulers(&self, _q: &QueueRef, _page: Page) -> Reply<String> {
+        Reply::Now(Err(schedulers_not_yet()))
+    }
+
+    fn scheduler_count(&self, _q: &QueueRef) -> Reply<usize> {
+        Reply::Now(Err(schedulers_not_yet()))
+    }
+
+    fn remove_scheduler(&self, _q: &QueueRef, _id: &str) -> Reply<bool> {
+        Reply::Now(Err(schedulers_not_yet()))
     }
 
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {

@@ -47,6 +47,7 @@ mod flow;
 mod lanes;
 mod read;
 mod rebuild;
+mod schedulers;
 mod stall;
 mod steps;
 mod take;
@@ -54,6 +55,7 @@ mod take;
 mod tests;
 
 pub use rebuild::{Stored, StoredSettings};
+pub use schedulers::{parse_slot_job_id, slot_job_id, Scheduler};
 pub use stall::{MAX_STALLED_COUNT, STALLED_TOO_OFTEN};
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.
@@ -196,6 +198,8 @@ pub struct QueueState {
     stalled: Vec<String>,
     /// Finished jobs that live only on disk.
     evicted: evicted::Evicted,
+    /// Job schedulers (`schedulers.rs`).
+    schedulers: schedulers::Schedulers,
 }
 
 impl QueueState {
@@ -234,6 +238,7 @@ impl QueueState {
             evicted_ops: Vec::new(),
             stalled: Vec::new(),
             evicted: evicted::Evicted::default(),
+            schedulers: schedulers::Schedulers::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::{id_of, Effects, QueueState};
 use crate::domain::changes::STATE;
 use crate::domain::event::EventKind;
-use crate::domain::job::{Job, JobState};
+use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 
 impl QueueState {
@@ -45,6 +45,9 @@ impl QueueState {
             max
         };
         let mut taken = 0;
+        // Schedulers' jobs that start: their next jobs are created after the loop.
+        let scheduled = !self.schedulers.is_empty();
+        let mut slots: Vec<JobKey> = Vec::new();
         while taken < max {
             let Some(key) = self.next_ready(worker.group, now) else {
                 break;
@@ -62,6 +65,9 @@ impl QueueState {
             job.processed_on = now;
             job.attempts_started += 1;
             job.state_seq = seq;
+            if scheduled && job.custom_id().is_some_and(|id| id.starts_with("repeat:")) {
+                slots.push(key);
+            }
             each(job);
             self.active.insert(seq, key);
             self.emit(fx, || EventKind::Active {
@@ -69,6 +75,9 @@ impl QueueState {
                 prev,
             });
             taken += 1;
+        }
+        for key in slots {
+            self.slot_started(key, now, fx);
         }
         if limited {
             self.limits.spend(taken, limiter);

@@ -20,6 +20,7 @@ mod dedup;
 mod groups;
 mod jobs;
 mod model;
+mod schedulers;
 mod stall;
 mod steps;
 
