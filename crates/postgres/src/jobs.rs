@@ -78,9 +78,11 @@ impl Claimed {
     }
 }
 
-/// Milliseconds since the epoch of a `timestamptz` expression.
+/// Milliseconds since the epoch of a `timestamptz` expression, truncated as JS's `Date.now()`
+/// is (a cast alone rounds: a job finished at x.6 ms would read as finished after a `Date.now()`
+/// of the same millisecond).
 pub(crate) fn ms(expr: &str) -> String {
-    format!("(extract(epoch from {expr}) * 1000)::bigint")
+    format!("floor(extract(epoch from {expr}) * 1000)::bigint")
 }
 
 /// The time `ms_expr` milliseconds from now, as a `timestamptz` expression. Waits are capped at
@@ -128,7 +130,7 @@ pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, op
 pub(crate) const LIMITED: &str =
     "rate_max IS NOT NULL OR concurrency IS NOT NULL OR hold_until IS NOT NULL OR grouped";
 
-pub(crate) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub(crate) const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// The smallest bigint: a custom-id key is this plus its sequence number (the engine's
 /// `CUSTOM_KEY_BIT` read as a signed number).
