@@ -47,8 +47,9 @@ class Engine {
     this.closing = null
     this.closeError = null
     this.timer = null
-    // Events are drained by one JS thread per engine: the one that listens. A thread that only
-    // adds or processes (a worker thread) must not take them from the thread that listens.
+    // Events are drained by one JS thread per engine: the one that most recently began to
+    // listen. A thread that only adds or processes (a worker thread) must not take them from
+    // the thread that listens.
     this.eventsWired = false
     if (durable) binding.setCommitCallback(id, () => this._onCommit())
   }
