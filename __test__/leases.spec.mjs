@@ -3,6 +3,8 @@
 // stalls: back to waiting with stalledCounter 1 and no attempt spent, `stalled` on QueueEvents
 // and on the queue's other Workers). Runs on every backend.
 import { Worker as Thread } from 'node:worker_threads'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { describe, it, expect, afterEach } from 'vitest'
 import { Queue, Worker, QueueEvents } from '../index.mjs'
 import { once, thrown, expectError, openTracker, backend } from './helpers.mjs'
@@ -58,6 +60,25 @@ describe('stalled jobs', () => {
     const stored = await queue.getJob(job.id)
     expect([await stored.getState(), stored.stalledCounter, stored.attemptsMade]).toEqual(['completed', 0, 1])
     expect(stalled).toEqual([])
+  })
+
+  it('a running Worker keeps its process alive until closed, even when its processor never settles', async () => {
+    const queue = mkQueue()
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/busy-worker.mjs', import.meta.url)), queue.name], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))
+    let out = ''
+    const active = new Promise((resolve) => child.stdout.on('data', (d) => (out += d).includes('ACTIVE') && resolve()))
+    expect(await Promise.race([active.then(() => 'active'), exited])).toBe('active')
+    // With nothing else to wait for, a process whose Worker did not hold it would end now.
+    const after = await Promise.race([exited, new Promise((r) => setTimeout(() => r('alive'), 1000))])
+    child.kill('SIGKILL')
+    expect(after).toBe('alive')
+    if (backend !== 'postgres') return // the child's queue lived in its own memory
+    // Its job was still held when the process died: active until its lease expires.
+    const id = out.trim().split(' ')[1]
+    expect(await queue.getJobState(id)).toBe('active')
   })
 
   it('a Worker whose thread is terminated without close() loses its job: it stalls and runs again', async () => {

@@ -6,7 +6,7 @@
 // renewed every lockRenewTime by the process, and Workers look for expired ones every
 // stalledInterval.
 
-const { binding, fromBinding } = require('./native')
+const { binding, fromBinding, native } = require('./native')
 const v = require('./validate')
 const { rangeError } = require('./errors')
 
@@ -64,6 +64,29 @@ function emitStalled(worker) {
   })
 }
 
+/** Jobs that were active when a durable engine's last process died: `stalled` on `worker`, once. */
+async function reportRecoveredStalls(worker) {
+  let ids
+  try {
+    ids = await native(binding.takeStalled(worker._h))
+  } catch (e) {
+    return worker._emitError(fromBinding(e))
+  }
+  if (ids.length === 0) return
+  setImmediate(() => {
+    for (const id of ids) worker._emitSafe('stalled', id, 'active')
+  })
+}
+
+/**
+ * Keeps a running `worker` reachable and its process alive until its run ends, as BullMQ's
+ * connection does, even while every slot awaits a promise that never settles (nothing else
+ * would refer to it then, and a garbage collection would stall its jobs). Answers the timer.
+ */
+function holdWhileRunning(worker) {
+  return setInterval(() => worker._running, 1 << 30)
+}
+
 /** Stops hearing the queue's events (see emitStalled) and lets go of the lease holder. */
 function closeLease(worker) {
   const listener = worker._stalledListener
@@ -78,4 +101,4 @@ function closeLease(worker) {
   }
 }
 
-module.exports = { leaseOptions, openLease, emitStalled, closeLease }
+module.exports = { leaseOptions, openLease, emitStalled, reportRecoveredStalls, holdWhileRunning, closeLease }

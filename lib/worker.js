@@ -4,7 +4,7 @@
 // each as slots free, and acknowledges outcomes in one sync call per tick (worker-acks.js).
 // Without a processor it hands out jobs one at a time (manual.js).
 
-const { binding, fromBinding, isPending, native } = require('./native')
+const { binding, fromBinding, isPending } = require('./native')
 const { QueueError, RateLimitError, isRateLimitError, isStepError, typeError, rangeError } = require('./errors')
 const { Job } = require('./job')
 const { Prefetch } = require('./prefetch')
@@ -16,7 +16,7 @@ const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
 const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 const { flushAcks } = require('./worker-acks')
-const { leaseOptions, openLease, emitStalled, closeLease } = require('./lease')
+const { leaseOptions, openLease, emitStalled, reportRecoveredStalls, holdWhileRunning, closeLease } = require('./lease')
 const { getNextJob, extendJobLocks, forgetWorker } = require('./manual')
 const { pullLoop } = require('./worker-loop')
 
@@ -171,25 +171,13 @@ class Worker extends QueueHandle {
       return Promise.reject(new QueueError('ERR_NO_PROCESSOR', 'No process function is defined: a Worker created without a processor hands out jobs with getNextJob(token)'))
     }
     this._running = true
-    this._reportStalled()
+    reportRecoveredStalls(this)
+    const keepAlive = holdWhileRunning(this)
     this._runPromise = this._loop().finally(() => {
+      clearInterval(keepAlive)
       this._running = false
     })
     return this._runPromise
-  }
-
-  /** Jobs that were active when a durable engine's last process died: `stalled`, once. */
-  async _reportStalled() {
-    let ids
-    try {
-      ids = await native(binding.takeStalled(this._h))
-    } catch (e) {
-      return this._emitError(fromBinding(e))
-    }
-    if (ids.length === 0) return
-    setImmediate(() => {
-      for (const id of ids) this._emitSafe('stalled', id, 'active')
-    })
   }
 
   /** Claimed jobs not started yet. */
