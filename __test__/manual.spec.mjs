@@ -150,7 +150,8 @@ describe('step jobs', () => {
   it('moveToWaitingChildren + WaitingChildrenError: the parent runs again once its children are done', async () => {
     const parents = mkQueue()
     const children = mkQueue()
-    mkWorker(children.name, async (job) => job.data.n * 10)
+    // Started once the parent waits: children done before its move would leave nothing to wait for.
+    const childWorker = mkWorker(children.name, async (job) => job.data.n * 10, { autorun: false })
     const added = await parents.add('parent', { step: 'spawn' })
     const worker = mkWorker(parents.name, async (job, token) => {
       if (job.data.step === 'spawn') {
@@ -158,7 +159,9 @@ describe('step jobs', () => {
         expect(await job.moveToWaitingChildren(token)).toBe(false)
         for (const n of [1, 2]) await children.add('child', { n }, { parent: { id: job.id, queue: parents.qualifiedName } })
         await job.updateData({ step: 'collect' })
-        if (await job.moveToWaitingChildren(token)) throw new WaitingChildrenError()
+        const waits = await job.moveToWaitingChildren(token)
+        childWorker.run().catch(() => {})
+        if (waits) throw new WaitingChildrenError()
       }
       const values = Object.values(await job.getChildrenValues()).sort()
       return values

@@ -81,28 +81,14 @@ pub async fn add(
     queue: &str,
     jobs: &[(NewRow, Option<Deduplication>)],
 ) -> Result<Vec<Added>> {
-    let io = |e| t.error("cannot add jobs", e);
-    // A call cut off midway (its future dropped) leaves its transaction open: end it first.
-    c.client
-        .batch_execute("ROLLBACK; BEGIN")
-        .await
-        .map_err(io)?;
-    let mut out = Vec::with_capacity(jobs.len());
-    let mut r = Ok(());
-    for (row, d) in jobs {
-        match add_one(c, t, queue, row, d.as_ref()).await {
-            Ok(a) => out.push(a),
-            Err(e) => {
-                r = Err(e);
-                break;
-            }
+    let work = async {
+        let mut out = Vec::with_capacity(jobs.len());
+        for (row, d) in jobs {
+            out.push(add_one(c, t, queue, row, d.as_ref()).await?);
         }
-    }
-    let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    let ended = c.client.batch_execute(end).await.map_err(io);
-    r?;
-    ended?;
-    Ok(out)
+        Ok(out)
+    };
+    c.transaction(t, "cannot add jobs", work).await
 }
 
 async fn add_one(
@@ -212,7 +198,8 @@ fn id_of(row: &NewRow, key: u64) -> String {
 }
 
 /// One job through the plain add statement.
-async fn insert(c: &Conn, t: &Target, queue: &str, row: &NewRow) -> Result<Added> {
+/// Adds one job on `c` (inside the caller's transaction, if any).
+pub(crate) async fn insert(c: &Conn, t: &Target, queue: &str, row: &NewRow) -> Result<Added> {
     let got = c
         .jobs
         .add_bulk(&c.client, t, queue, std::slice::from_ref(row))
@@ -294,12 +281,7 @@ pub async fn remove(
     id: &str,
     holder: Option<&str>,
 ) -> Result<bool> {
-    let io = |e| t.error("cannot remove a deduplication key", e);
-    c.client
-        .batch_execute("ROLLBACK; BEGIN")
-        .await
-        .map_err(io)?;
-    let r = async {
+    let work = async {
         let current = read(c, t, queue, id, "FOR UPDATE OF d").await?;
         let Some(k) = current else {
             return Ok(false);
@@ -314,11 +296,7 @@ pub async fn remove(
         c.query(t, "cannot remove a deduplication key", &sql, &[&queue, &id])
             .await?;
         Ok(true)
-    }
-    .await;
-    let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    let ended = c.client.batch_execute(end).await.map_err(io);
-    let removed = r?;
-    ended?;
-    Ok(removed)
+    };
+    c.transaction(t, "cannot remove a deduplication key", work)
+        .await
 }

@@ -51,6 +51,28 @@ impl Conn {
         })
     }
 
+    /// Runs `work` in a transaction on this connection (the backend's own: see
+    /// [`Pool::exclusive`]): committed when it succeeds, rolled back otherwise. `what` names
+    /// the call in errors. A transaction that a dropped future left open is ended first.
+    pub async fn transaction<T>(
+        &self,
+        t: &Target,
+        what: &str,
+        work: impl std::future::Future<Output = Result<T, EngineError>>,
+    ) -> Result<T, EngineError> {
+        let io = |e| t.error(what, e);
+        self.client
+            .batch_execute("ROLLBACK; BEGIN")
+            .await
+            .map_err(io)?;
+        let r = work.await;
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let ended = self.client.batch_execute(end).await.map_err(io);
+        let value = r?;
+        ended?;
+        Ok(value)
+    }
+
     /// The statement of `sql`, prepared once per connection.
     pub async fn statement(&self, t: &Target, sql: &str) -> Result<Statement, EngineError> {
         if let Some(st) = self.cache.lock().get(sql).cloned() {

@@ -28,7 +28,9 @@
 //! `group_id` ('' for none), the ready index split into ungrouped jobs `(queue, priority, ord)`
 //! and grouped ones `(queue, group_id, priority, ord)`, an index of grouped jobs by group and
 //! state, the queue's `grouped` flag and the `groups` table (settings and turn of each group);
-//! version 9 flows (`flows.rs`): `deps`, a parent's dependencies (a parent waits in state 6).
+//! version 9 flows (`flows.rs`): `deps`, a parent's dependencies (a parent waits in state 6);
+//! version 10 job schedulers (`backend/schedulers.rs`): `schedulers`, one row per scheduler with
+//! its stored JSON and the slot of its pending job.
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -37,7 +39,18 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 9;
+pub const VERSION: i32 = 10;
+
+/// The tables whose rows belong to one queue (by their `queue` column): obliterate empties them.
+pub const QUEUE_TABLES: [&str; 7] = [
+    "jobs",
+    "finished",
+    "job_ids",
+    "dedup",
+    "groups",
+    "deps",
+    "schedulers",
+];
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -219,6 +232,18 @@ CREATE TABLE {s}.deps (
     PRIMARY KEY (queue, parent_id, child_queue, child_id)
 );
 CREATE INDEX deps_order ON {s}.deps (queue, parent_id, seq);
+"#,
+    // Job schedulers (`backend/schedulers.rs`): the scheduler as the engine stores it (`body`)
+    // and the slot of its pending job (`next`), by which they are listed and repaired.
+    r#"
+CREATE TABLE {s}.schedulers (
+    queue text NOT NULL,
+    id text NOT NULL,
+    body text NOT NULL,
+    next bigint,
+    PRIMARY KEY (queue, id)
+);
+CREATE INDEX schedulers_next ON {s}.schedulers (queue, next, id);
 "#,
 ];
 

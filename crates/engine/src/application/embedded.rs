@@ -361,7 +361,7 @@ impl Backend for Engine {
     fn remove(&self, q: &QueueRef, id: &str) -> Reply<bool> {
         let (tx, rx) = oneshot::channel();
         // Memory and file in one step under the queue's lock: the job cannot move between them.
-        let removed = self.with(q, |qs, _, fx| match qs.remove(id, fx) {
+        let removed = self.with(q, |qs, now, fx| match qs.remove(id, now, fx) {
             Ok(Some(_)) => Ok(Some(true)),
             Ok(None) => match qs.evicted_key(id) {
                 Some(key) => {

@@ -102,7 +102,7 @@ impl Engine {
 
     /// Removes waiting/prioritized (and delayed) jobs.
     pub fn drain(&self, q: &QueueRef, delayed: bool) -> usize {
-        self.with(q, |qs, _, _| qs.drain(delayed))
+        self.with(q, |qs, now, fx| qs.drain(delayed, now, fx))
     }
 
     /// Removes old jobs of one state; returns their ids.
@@ -124,7 +124,7 @@ impl Engine {
 
     /// Removes a job unless active; `Ok(false)` when absent.
     pub fn remove(&self, q: &QueueRef, id: &str) -> Result<bool> {
-        self.with(q, |qs, _, fx| qs.remove(id, fx))
+        self.with(q, |qs, now, fx| qs.remove(id, now, fx))
             .map(|p| p.is_some())
     }
 

@@ -9,6 +9,7 @@ pub mod event;
 pub mod flow;
 pub mod groups;
 pub mod job;
+pub mod job_scheduler;
 pub mod job_store;
 pub mod job_table;
 pub mod lease;

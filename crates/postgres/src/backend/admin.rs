@@ -228,7 +228,7 @@ async fn obliterate_once(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    for table in ["jobs", "finished", "job_ids", "dedup", "groups", "deps"] {
+    for table in crate::schema::QUEUE_TABLES {
         tx.execute(
             &format!("DELETE FROM {sch}.{table} WHERE queue = $1"),
             &[&queue],

@@ -13,6 +13,7 @@
 //! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims), lease holders
 //!   and lease renewal;
 //! - `steps.rs` / `bulk.rs`: step jobs' moves and `extendLock`; `retryJobs` / `promoteJobs`;
+//! - `schedulers.rs`: job schedulers, their next jobs and their repair;
 //! - `open.rs`: the configuration and the runtime.
 
 mod admin;
@@ -22,6 +23,7 @@ mod feed;
 mod flows;
 mod open;
 mod read;
+mod schedulers;
 mod shared;
 mod steps;
 mod upkeep;
@@ -91,16 +93,6 @@ impl PgBackend {
                 EngineError::Internal(format!("a PostgreSQL call did not finish: {e}"))
             })?
         })
-    }
-}
-
-/// Job schedulers are built on the embedded engine first; on PostgreSQL they are refused until
-/// they are built there too (no option is silently ignored).
-fn schedulers_not_yet() -> EngineError {
-    EngineError::Unsupported {
-        option: "job schedulers".into(),
-        reason: "are not available on PostgreSQL yet (they work in memory and in SQLite files)"
-            .into(),
     }
 }
 
@@ -368,28 +360,39 @@ impl Backend for PgBackend {
 
     fn upsert_scheduler(
         &self,
-        _q: &QueueRef,
-        _id: &str,
-        _repeat: &str,
-        _template: (Option<&str>, &str, Option<&str>),
+        q: &QueueRef,
+        id: &str,
+        repeat: &str,
+        template: (Option<&str>, &str, Option<&str>),
     ) -> Reply<String> {
-        Reply::Now(Err(schedulers_not_yet()))
+        let (q, id, repeat) = (q.name_arc().clone(), id.to_string(), repeat.to_string());
+        let (name, data, opts) = template;
+        let template = (
+            name.map(String::from),
+            data.to_string(),
+            opts.map(String::from),
+        );
+        self.run(move |s| async move { schedulers::upsert(&s, &q, &id, &repeat, template).await })
     }
 
-    fn scheduler(&self, _q: &QueueRef, _id: &str) -> Reply<Option<String>> {
-        Reply::Now(Err(schedulers_not_yet()))
+    fn scheduler(&self, q: &QueueRef, id: &str) -> Reply<Option<String>> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { schedulers::get(&s, &q, &id).await })
     }
 
-    fn schedulers(&self, _q: &QueueRef, _page: Page) -> Reply<String> {
-        Reply::Now(Err(schedulers_not_yet()))
+    fn schedulers(&self, q: &QueueRef, page: Page) -> Reply<String> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { schedulers::page(&s, &q, page).await })
     }
 
-    fn scheduler_count(&self, _q: &QueueRef) -> Reply<usize> {
-        Reply::Now(Err(schedulers_not_yet()))
+    fn scheduler_count(&self, q: &QueueRef) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { schedulers::count(&s, &q).await })
     }
 
-    fn remove_scheduler(&self, _q: &QueueRef, _id: &str) -> Reply<bool> {
-        Reply::Now(Err(schedulers_not_yet()))
+    fn remove_scheduler(&self, q: &QueueRef, id: &str) -> Reply<bool> {
+        let (q, id) = (q.name_arc().clone(), id.to_string());
+        self.run(move |s| async move { schedulers::remove(&s, &q, &id).await })
     }
 
     fn obliterate(&self, q: &QueueRef, force: bool) -> Reply<()> {

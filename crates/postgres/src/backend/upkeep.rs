@@ -1,5 +1,6 @@
 //! Periodic work. One process at a time is elected for the work that needs doing once
-//! (promoting due delayed jobs, sweeping expired leases, trimming old events): the holder of a
+//! (promoting due delayed jobs, sweeping expired leases, repairing job schedulers, trimming old
+//! events): the holder of a
 //! session advisory lock on a connection of its own. When that process dies its connection
 //! closes, the lock goes with it, and another process takes it within a second. Each process
 //! renews the leases of its own activations.
@@ -89,6 +90,7 @@ async fn lead(s: &Shared) -> Result<(), ()> {
         if last_sweep.elapsed() >= SWEEP_EVERY {
             last_sweep = tokio::time::Instant::now();
             sweep(s, &c, MAX_STALLED).await?;
+            super::schedulers::repair(s).await.map_err(|_| ())?;
             c.events
                 .trim(&c.client, t, EVENTS_KEPT_MS)
                 .await

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use ferroqueue_engine::domain::groups::GroupDefaults;
 use ferroqueue_engine::domain::job::JobState;
+use ferroqueue_engine::domain::job_scheduler::parse_slot_job_id;
 use ferroqueue_engine::domain::limits::WorkerLimits;
 use ferroqueue_engine::wire::push_record;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, KeepJobs, NewJob, Outcome, Result};
@@ -154,23 +155,34 @@ async fn take_or_retry(
                 h.remove(queue);
             }
         }
-        let mut held = s.held.lock();
-        for j in &claimed {
-            held.insert(
-                j.token,
-                Held {
-                    queue: queue.clone(),
-                    key: j.key,
-                    attempts_made: j.job.attempts_made,
-                    policy: j.job.policy().cloned(),
-                    link: j
-                        .job
-                        .parent()
-                        .map(|p| (p.clone(), j.job.id_string().into())),
-                    holder: worker.holder,
-                },
-            );
-            push_record(&*s.wire, &j.job, true, &mut out);
+        {
+            let mut held = s.held.lock();
+            for j in &claimed {
+                held.insert(
+                    j.token,
+                    Held {
+                        queue: queue.clone(),
+                        key: j.key,
+                        attempts_made: j.job.attempts_made,
+                        policy: j.job.policy().cloned(),
+                        link: j
+                            .job
+                            .parent()
+                            .map(|p| (p.clone(), j.job.id_string().into())),
+                        holder: worker.holder,
+                    },
+                );
+                push_record(&*s.wire, &j.job, true, &mut out);
+            }
+        }
+        // Jobs of schedulers that just started: their schedulers' next jobs.
+        let slots: Vec<(String, u64)> = claimed
+            .iter()
+            .filter_map(|j| parse_slot_job_id(j.job.custom_id()?))
+            .map(|(id, slot)| (id.to_string(), slot))
+            .collect();
+        if !slots.is_empty() {
+            super::schedulers::started(s, queue, slots).await;
         }
     }
     out.push(']');

@@ -49,8 +49,9 @@ impl QueueState {
     }
 
     /// Removes every waiting and prioritized job, and delayed ones too when `delayed`.
-    /// Returns how many were removed. O(n).
-    pub fn drain(&mut self, delayed: bool) -> usize {
+    /// Returns how many were removed. O(n). Schedulers whose pending job it removed go on from
+    /// their next slot (so a drain with `delayed` leaves their new pending jobs).
+    pub fn drain(&mut self, delayed: bool, now: u64, fx: &mut Effects) -> usize {
         let mut keys: Vec<JobKey> = self.ready.keys(&self.jobs);
         self.ready.clear(self.jobs.heap_slots());
         keys.extend(self.groups.keys(&self.jobs));
@@ -62,6 +63,9 @@ impl QueueState {
         }
         for k in &keys {
             self.forget(*k);
+        }
+        if !keys.is_empty() {
+            self.resume_orphaned_schedulers(now, fx);
         }
         keys.len()
     }
@@ -96,6 +100,11 @@ impl QueueState {
         if !ids.is_empty() {
             let count = ids.len();
             self.emit(fx, || EventKind::Cleaned { count });
+            let finished = StateFilter::State(JobState::Completed) == filter
+                || StateFilter::State(JobState::Failed) == filter;
+            if !finished {
+                self.resume_orphaned_schedulers(now, fx);
+            }
         }
         ids
     }
@@ -178,8 +187,22 @@ impl QueueState {
         Ok(())
     }
 
-    /// Removes a job unless it is active. Returns its previous state, `None` if absent.
-    pub fn remove(&mut self, id: &str, fx: &mut Effects) -> Result<Option<&'static str>> {
+    /// Removes a job unless it is active. Returns its previous state, `None` if absent. A
+    /// scheduler whose pending job it was goes on from its next slot.
+    pub fn remove(&mut self, id: &str, now: u64, fx: &mut Effects) -> Result<Option<&'static str>> {
+        let prev = self.remove_job(id, fx)?;
+        if prev.is_some() && !self.schedulers.is_empty() {
+            self.resume_scheduler_of(id, now, fx);
+        }
+        Ok(prev)
+    }
+
+    /// [`QueueState::remove`] without the scheduler rule.
+    pub(super) fn remove_job(
+        &mut self,
+        id: &str,
+        fx: &mut Effects,
+    ) -> Result<Option<&'static str>> {
         let Some(key) = self.key_of(id) else {
             return Ok(None);
         };

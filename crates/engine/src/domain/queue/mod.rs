@@ -54,8 +54,8 @@ mod take;
 #[cfg(test)]
 mod tests;
 
+pub use crate::domain::job_scheduler::{parse_slot_job_id, slot_job_id, Scheduler};
 pub use rebuild::{Stored, StoredSettings};
-pub use schedulers::{parse_slot_job_id, slot_job_id, Scheduler};
 pub use stall::{MAX_STALLED_COUNT, STALLED_TOO_OFTEN};
 
 /// Side effects of an operation that the engine carries out after releasing the shard lock.

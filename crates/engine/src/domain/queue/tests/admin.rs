@@ -100,7 +100,7 @@ fn custom_ids_deduplicate_and_do_not_consume_auto_ids() {
     assert_eq!(add(&mut q, r#"{"jobId":"y"}"#, T0), "y");
     assert_eq!(add(&mut q, "{}", T0), "3");
     assert_eq!(q.last_auto_id(), 3);
-    q.remove("x", &mut Effects::default()).unwrap();
+    q.remove("x", T0, &mut Effects::default()).unwrap();
     assert_eq!(
         add(&mut q, r#"{"jobId":"x"}"#, T0),
         "x",
@@ -136,7 +136,7 @@ fn counts_follow_every_transition() {
     );
     ack(&mut q, &b, fail(), T0 + 10);
     assert_eq!(counts(&q), "completed=1 failed=1 prioritized=1");
-    q.remove("2", &mut Effects::default()).unwrap();
+    q.remove("2", T0, &mut Effects::default()).unwrap();
     assert_eq!((counts(&q), q.count()), ("completed=1 failed=1".into(), 0));
 }
 
@@ -201,7 +201,7 @@ fn drain_removes_ready_jobs_and_optionally_delayed() {
     add(&mut q, r#"{"priority":3}"#, T0);
     add(&mut q, r#"{"delay":5}"#, T0);
     add(&mut q, r#"{"delay":9}"#, T0);
-    assert_eq!(q.drain(false), 3);
+    assert_eq!(q.drain(false, T0, &mut Effects::default()), 3);
     assert_eq!(counts(&q), "active=1 delayed=2");
     assert_eq!(q.state_of("w"), None);
     assert_eq!(
@@ -209,7 +209,7 @@ fn drain_removes_ready_jobs_and_optionally_delayed() {
         "w",
         "drained custom ids are free again"
     );
-    assert_eq!(q.drain(true), 3);
+    assert_eq!(q.drain(true, T0, &mut Effects::default()), 3);
     assert_eq!(counts(&q), "active=1");
     assert_eq!(ack(&mut q, &active, ok(), T0), AckResult::Completed);
 }
@@ -287,18 +287,18 @@ fn remove_refuses_active_jobs_and_reports_the_previous_state() {
     let t = take(&mut q, 1, T0).pop().unwrap();
     let mut fx = Effects::default();
     assert_eq!(
-        q.remove("1", &mut fx),
+        q.remove("1", T0, &mut fx),
         Err(EngineError::JobLocked("1".into()))
     );
-    assert_eq!(q.remove("42", &mut fx), Ok(None));
-    assert_eq!(q.remove("nope", &mut fx), Ok(None));
-    assert_eq!(q.remove("3", &mut fx), Ok(Some("prioritized")));
-    assert_eq!(q.remove("4", &mut fx), Ok(Some("delayed")));
-    assert_eq!(q.remove("2", &mut fx), Ok(Some("waiting")));
+    assert_eq!(q.remove("42", T0, &mut fx), Ok(None));
+    assert_eq!(q.remove("nope", T0, &mut fx), Ok(None));
+    assert_eq!(q.remove("3", T0, &mut fx), Ok(Some("prioritized")));
+    assert_eq!(q.remove("4", T0, &mut fx), Ok(Some("delayed")));
+    assert_eq!(q.remove("2", T0, &mut fx), Ok(Some("waiting")));
     assert_eq!(counts(&q), "active=1");
     ack(&mut q, &t, ok(), T0);
     q.listeners = 1;
-    assert_eq!(q.remove("1", &mut fx), Ok(Some("completed")));
+    assert_eq!(q.remove("1", T0, &mut fx), Ok(Some("completed")));
     assert_eq!(
         fx.events.pop().map(|e| e.kind),
         Some(EventKind::Removed {
@@ -307,7 +307,7 @@ fn remove_refuses_active_jobs_and_reports_the_previous_state() {
         })
     );
     assert_eq!(
-        (counts(&q), q.remove("1", &mut fx)),
+        (counts(&q), q.remove("1", T0, &mut fx)),
         (String::new(), Ok(None))
     );
 }

@@ -145,7 +145,7 @@ fn removing_the_holder_or_the_key_lets_the_next_add_through() {
     let mut q = queue();
     let mut fx = Effects::default();
     add_fx(&mut q, SIMPLE, T0, &mut fx);
-    q.remove("1", &mut fx).expect("removed");
+    q.remove("1", T0, &mut fx).expect("removed");
     assert_eq!(holder(&mut q, T0), None);
     assert_eq!(add_fx(&mut q, SIMPLE, T0, &mut fx), "2");
     assert!(

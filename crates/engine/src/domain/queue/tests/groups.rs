@@ -100,9 +100,12 @@ fn drain_remove_and_priority_changes_reach_the_lanes() {
     q.change_priority("1", 3, false).unwrap();
     assert_eq!(q.group_jobs("A", 0, -1), vec![2, 3, 4, 1]);
     assert_eq!(q.group_jobs("A", 1, 2), vec![3, 4]);
-    assert!(q.remove("2", &mut Effects::default()).unwrap().is_some());
+    assert!(q
+        .remove("2", T0, &mut Effects::default())
+        .unwrap()
+        .is_some());
     assert_eq!(q.group_info("A").waiting, 3);
-    assert_eq!(q.drain(false), 3);
+    assert_eq!(q.drain(false, T0, &mut Effects::default()), 3);
     assert_eq!(q.ready_len(), 0);
     assert_eq!(q.group_info("A").waiting, 0);
     assert!(take_ids(&mut q, 10, T0).is_empty());

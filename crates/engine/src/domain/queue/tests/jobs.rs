@@ -206,7 +206,7 @@ fn events_are_emitted_only_while_someone_listens() {
     q.ack(1, t[0].1, ok(), None, T0, &mut fx);
     q.pause(&mut fx);
     q.resume(&mut fx);
-    q.remove("2", &mut fx).unwrap();
+    q.remove("2", T0, &mut fx).unwrap();
     assert!(fx.events.is_empty(), "{:?}", fx.events);
 }
 
@@ -318,7 +318,7 @@ fn events_have_bullmq_kinds_and_payloads() {
     q.pause(&mut fx);
     q.resume(&mut fx);
     q.resume(&mut fx);
-    q.remove("1", &mut fx).unwrap();
+    q.remove("1", T0, &mut fx).unwrap();
     assert_eq!(
         kinds(&mut fx),
         vec![

@@ -300,7 +300,7 @@ fn apply(q: &mut QueueState, m: &mut Model, now: &mut u64, op: Op) -> Result<(),
         }
         Op::Remove(pick) if m.next_id > 0 => {
             let id = 1 + (pick as u64 % m.next_id);
-            let got = q.remove(&id.to_string(), fx);
+            let got = q.remove(&id.to_string(), T0, fx);
             match m.jobs.get(&id).map(|j| j.state) {
                 None => prop_assert_eq!(got, Ok(None)),
                 Some(JobState::Active) => {

@@ -93,3 +93,32 @@ fn template_options_are_checked() {
         .is_err());
     assert_eq!(q.scheduler_count(), 0);
 }
+
+#[test]
+fn a_removed_or_drained_pending_job_skips_one_run_and_the_scheduler_goes_on() {
+    let mut q = queue();
+    let first = upsert(&mut q, "s", r#"{"every":100}"#, T0);
+    let mut fx = Effects::default();
+    // Removed before it started: the next slot after now, on the grid.
+    assert_eq!(q.remove(&first, T0 + 150, &mut fx), Ok(Some("waiting")));
+    assert_eq!(q.scheduler("s").unwrap().next, Some(T0 + 200));
+    assert_eq!(counts(&q), "delayed=1");
+    // Drained (delayed ones too): the same.
+    assert_eq!(q.drain(true, T0 + 420, &mut fx), 1);
+    assert_eq!(q.scheduler("s").unwrap().next, Some(T0 + 500));
+    assert_eq!(counts(&q), "delayed=1");
+    // Cleaned while delayed: the same.
+    let cleaned = q.clean(
+        0,
+        0,
+        StateFilter::State(JobState::Delayed),
+        T0 + 510,
+        &mut fx,
+    );
+    assert_eq!(cleaned, strs(&[&format!("repeat:s:{}", T0 + 500)]));
+    assert_eq!(q.scheduler("s").unwrap().next, Some(T0 + 600));
+    // Its removal (or an upsert) does not make another.
+    assert!(q.remove_scheduler("s", &mut fx));
+    assert_eq!(counts(&q), "");
+    assert_eq!(q.scheduler_count(), 0);
+}
