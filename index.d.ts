@@ -59,6 +59,8 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   attemptsStarted: number
   /** How many times the job stalled: its process stopped (or its lease expired) while it ran. */
   stalledCounter: number
+  /** The `name` of the Worker that last took the job, if that Worker had one (BullMQ's `processedBy`). */
+  processedBy: string | undefined
   timestamp: number
   processedOn: number | undefined
   finishedOn: number | undefined

@@ -424,4 +424,20 @@ describe('Worker lifecycle events and job fields', () => {
     expect(seen).toEqual(['ready', 'closing: closing worker', 'closed'])
     expect((await queue.getJob(job.id)).queueName).toBe(name)
   })
+
+  it("a Worker's name is each job's processedBy, kept when it finishes; a Worker without one sets none", async () => {
+    const { name, queue } = setup('w-named')
+    expect(() => new Worker(name, () => {}, { name: 5, autorun: false })).toThrow(/^name \(worker name\) must be a string/)
+    const seenInside = []
+    const named = track(new Worker(name, async (job) => seenInside.push(job.processedBy), { name: 'mailer-1' }))
+    const first = await queue.add('a', {})
+    await once(named, 'completed')
+    await named.close()
+    const plain = track(new Worker(name, async (job) => seenInside.push(job.processedBy)))
+    const second = await queue.add('b', {})
+    await once(plain, 'completed')
+    expect(seenInside).toEqual(['mailer-1', undefined])
+    expect((await queue.getJob(first.id)).processedBy).toBe('mailer-1')
+    expect((await queue.getJob(second.id)).processedBy).toBeUndefined()
+  })
 })

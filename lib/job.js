@@ -57,6 +57,7 @@ class Job {
       this.attemptsMade = 0
       this.attemptsStarted = 0
       this.stalledCounter = 0
+      this.processedBy = undefined
       this.timestamp = timestamp ?? r ?? Date.now()
       this.processedOn = undefined
       this.finishedOn = undefined
@@ -72,6 +73,7 @@ class Job {
       this.attemptsMade = r.attemptsMade ?? 0
       this.attemptsStarted = r.attemptsStarted
       this.stalledCounter = r.stalledCounter ?? 0
+      this.processedBy = r.processedBy
       this.timestamp = r.timestamp
       this.processedOn = orUndefined(r.processedOn ?? null)
       this.finishedOn = orUndefined(r.finishedOn ?? null)
@@ -447,6 +449,7 @@ class Job {
       attemptsMade: this.attemptsMade,
       attemptsStarted: this.attemptsStarted,
       stalledCounter: this.stalledCounter,
+      processedBy: this.processedBy,
       timestamp: this.timestamp,
       processedOn: this.processedOn,
       finishedOn: this.finishedOn,

@@ -35,10 +35,10 @@ const CLASSES = {
       'stalledInterval',
       'maxStalledCount',
       'skipStalledCheck',
+      'name',
     ],
     unsupported: [
       ...REDIS_ONLY,
-      'name',
       'metrics',
       'maximumRateLimitDelay',
       'maxStartedAttempts',

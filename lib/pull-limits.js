@@ -1,7 +1,8 @@
 'use strict'
 // The limits a Worker brings to each pull, checked by the engine: its `limiter` (BullMQ's: one
 // budget for the queue, shared by its workers; the queue's own rate limit overrides it) and its
-// `group` option (BullMQ Pro's: defaults for groups without settings of their own).
+// `group` option (BullMQ Pro's: defaults for groups without settings of their own); and its
+// `name`, which the jobs it takes record as `processedBy`.
 
 const { typeError } = require('./errors')
 const v = require('./validate')
@@ -34,6 +35,7 @@ function pullLimits(o) {
     groupConcurrency: group.concurrency ?? 0,
     groupMax: group.limit?.max ?? 0,
     groupDuration: group.limit?.duration ?? 0,
+    name: o.name,
   }
 }
 

@@ -48,6 +48,7 @@ class Worker extends QueueHandle {
       }
       keep = retentionJson(o)
       lease = leaseOptions(o)
+      if (o.name !== undefined) v.name('name', o.name, '(worker name) ')
     })
     const o = this.opts
     const concurrency = o.concurrency ?? 1

@@ -93,6 +93,10 @@ fn write_record(job: &Job, slim: bool, out: &mut String) {
         job.attempts_started, job.timestamp
     );
     push_opt_time(out, ",\"processedOn\":", job.processed_on);
+    if let Some(name) = job.processed_by() {
+        out.push_str(",\"processedBy\":");
+        push_json_str(out, name);
+    }
     if !slim || job.finished_on != 0 {
         push_opt_time(out, ",\"finishedOn\":", job.finished_on);
     }

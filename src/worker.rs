@@ -1,7 +1,7 @@
 //! Worker calls: the long-poll pull (the only async call a worker makes), the sync try-pull, and
 //! batched acks.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -48,7 +48,7 @@ pub fn pull(
 
 /// The limits a Worker brings to its pulls (0 for none): its `limiter` (`rateMax` jobs per
 /// `rateDuration` ms) and its `group` option's defaults (`groupConcurrency`, `groupMax` jobs per
-/// `groupDuration` ms). Registered once ([`pull_limits`]); pulls carry the id, so no object
+/// `groupDuration` ms), and its `name`. Registered once ([`pull_limits`]); pulls carry the id, so no object
 /// crosses the boundary per pull (that cost ~1 µs, a fifth of a job here).
 #[napi(object)]
 pub struct PullLimits {
@@ -57,6 +57,8 @@ pub struct PullLimits {
     pub group_concurrency: u32,
     pub group_max: u32,
     pub group_duration: f64,
+    /// BullMQ's Worker `name`, recorded as `processedBy` on the jobs it takes.
+    pub name: Option<String>,
 }
 
 /// Registered limits by id; 0 is "none". Equal limits share an id, so the table grows only with
@@ -84,7 +86,7 @@ fn limits_of(id: u32) -> Result<WorkerLimits, EngineError> {
     registered()
         .read()
         .get(id as usize)
-        .copied()
+        .cloned()
         .ok_or_else(|| EngineError::range("limits", format!("{id} is not registered")))
 }
 
@@ -102,6 +104,7 @@ fn worker_limits(l: &PullLimits) -> Result<WorkerLimits, EngineError> {
             rate: rate("group.limit", l.group_max, l.group_duration)?,
         },
         holder: 0,
+        name: l.name.as_deref().map(Arc::from),
     })
 }
 

@@ -248,6 +248,8 @@ export interface WorkerOptions extends QueueBaseOptions {
   maxStalledCount?: number
   /** This worker's process does not look for expired leases for it (PostgreSQL). */
   skipStalledCheck?: boolean
+  /** This worker's name (BullMQ's): every job it takes records it as `processedBy`. */
+  name?: string
   settings?: {
     /**
      * Computes the wait before a retry for jobs whose backoff type is not built in: the wait in
@@ -313,6 +315,7 @@ export interface JobJson<DataType = any, ReturnType = any, NameType extends stri
   attemptsMade: number
   attemptsStarted: number
   stalledCounter: number
+  processedBy?: string
   timestamp: number
   processedOn: number | undefined
   finishedOn: number | undefined

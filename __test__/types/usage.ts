@@ -124,6 +124,12 @@ async function main(): Promise<void> {
   // @ts-expect-error the return value is the worker's ReturnType
   await fetched?.moveToCompleted('not sent', 'token')
   const extended: number = await manual.extendJobLocks(['1'], ['token'], 30_000)
+  new Worker<Mail>('mail', async (job) => {
+    const by: string | undefined = job.processedBy
+    return by
+  }, { name: 'mailer-1' })
+  // @ts-expect-error a Worker's name is a string
+  new Worker('mail', async () => {}, { name: 1 })
   new Worker<Mail, Sent>('mail', async (job, token) => {
     if (await job.moveToWaitingChildren(token ?? '')) throw new WaitingChildrenError()
     await job.moveToDelayed(Date.now() + 1000, token ?? '')

@@ -103,6 +103,9 @@ pub mod test_json {
             "processedOn": time(job.processed_on),
             "finishedOn": time(job.finished_on),
         });
+        if let Some(name) = job.processed_by() {
+            v["processedBy"] = name.into();
+        }
         if for_worker {
             v["token"] = job.lock.into();
         }

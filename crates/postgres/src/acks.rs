@@ -90,7 +90,7 @@ impl AckStatements {
                 SELECT queue, key, custom_id, name, data, opts, 4, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                        stalled_counter, progress, NULLIF(rv, 'null'), failed_reason, stacktrace,
-                       logs
+                       logs, processed_by
                 FROM done WHERE keep
             ), ids AS (
                 DELETE FROM {s}.job_ids i USING done
@@ -145,7 +145,7 @@ impl AckStatements {
                 INSERT INTO {s}.finished ({FINISHED_COLUMNS})
                 SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
-                       stalled_counter, progress, returnvalue, reason, stack, logs
+                       stalled_counter, progress, returnvalue, reason, stack, logs, processed_by
                 FROM gone WHERE keep
             ), ids AS (
                 DELETE FROM {s}.job_ids i USING gone

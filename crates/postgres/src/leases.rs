@@ -79,7 +79,8 @@ impl LeaseStatements {
                 INSERT INTO {s}.finished ({FINISHED_COLUMNS})
                 SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
-                       stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs
+                       stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs,
+                       processed_by
                 FROM failed
                 RETURNING queue, key, COALESCE(custom_id, key::text) AS id, opts
             ), back AS (

@@ -178,7 +178,7 @@ pub async fn claim_within(
     queue: &str,
     want: usize,
     lease_ms: i64,
-    worker: WorkerLimits,
+    worker: &WorkerLimits,
 ) -> Result<Within> {
     let s = t.schema();
     let what = "cannot claim jobs";
@@ -240,7 +240,7 @@ async fn within(
     queue: &str,
     want: usize,
     lease_ms: i64,
-    worker: WorkerLimits,
+    worker: &WorkerLimits,
     rows: Vec<Row>,
 ) -> Result<(Within, Option<(Option<f64>, f64)>)> {
     let limiter = worker.rate;

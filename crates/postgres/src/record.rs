@@ -26,12 +26,13 @@ fn columns(p: &str, finished_on: &str) -> String {
     format!(
         "{p}key, {p}custom_id, {p}name, {p}data, {p}opts, {p}state, {p}priority, {p}delay, \
          {p}timestamp, {p}processed_on, {finished_on}, {p}attempts_made, {p}attempts_started, \
-         {p}stalled_counter, {p}progress, {p}returnvalue, {p}failed_reason, {p}stacktrace, {p}logs"
+         {p}stalled_counter, {p}processed_by, {p}progress, {p}returnvalue, {p}failed_reason, \
+         {p}stacktrace, {p}logs"
     )
 }
 
 /// How many columns [`job_of`] reads (`logs` last).
-pub(crate) const COLUMNS: usize = 19;
+pub(crate) const COLUMNS: usize = 20;
 
 /// A state as the `state` column holds it (the SQLite file's numbers).
 pub fn state_of(n: i16) -> JobState {
@@ -92,14 +93,15 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             attempts_started: row.get::<_, i32>(at + 12).max(0) as u32,
         },
         extra: ExtraCols {
-            progress: boxed(14),
-            returnvalue: boxed(15),
-            failed_reason: text(16).map(|r| text::load(r).into_boxed_str()),
-            stacktrace: text(17).map(text::load_json_array),
-            logs: text(18).map(text::load_json_array),
+            progress: boxed(15),
+            returnvalue: boxed(16),
+            failed_reason: text(17).map(|r| text::load(r).into_boxed_str()),
+            stacktrace: text(18).map(text::load_json_array),
+            logs: text(19).map(text::load_json_array),
             // A parent's dependencies are read from the deps table when asked (`flows.rs`).
             deps: None,
             stalled_counter: row.get::<_, i32>(at + 13).max(0) as u32,
+            processed_by: text(14).map(|n| text::load(n).into_boxed_str()),
         },
     })
 }

@@ -30,7 +30,8 @@
 //! state, the queue's `grouped` flag and the `groups` table (settings and turn of each group);
 //! version 9 flows (`flows.rs`): `deps`, a parent's dependencies (a parent waits in state 6);
 //! version 10 job schedulers (`backend/schedulers.rs`): `schedulers`, one row per scheduler with
-//! its stored JSON and the slot of its pending job.
+//! its stored JSON and the slot of its pending job; version 11 `processed_by` on `jobs` and
+//! `finished` (the name of the Worker that last took the job).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -39,7 +40,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 10;
+pub const VERSION: i32 = 11;
 
 /// The tables whose rows belong to one queue (by their `queue` column): obliterate empties them.
 pub const QUEUE_TABLES: [&str; 7] = [
@@ -244,6 +245,12 @@ CREATE TABLE {s}.schedulers (
     PRIMARY KEY (queue, id)
 );
 CREATE INDEX schedulers_next ON {s}.schedulers (queue, next, id);
+"#,
+    // The name of the Worker that last took a job (BullMQ's `processedBy`), kept when it
+    // finishes.
+    r#"
+ALTER TABLE {s}.jobs ADD COLUMN processed_by text;
+ALTER TABLE {s}.finished ADD COLUMN processed_by text;
 "#,
 ];
 

@@ -69,11 +69,11 @@ async fn ungrouped_first_then_groups_in_turn_each_fifo() {
     // The plain claim takes nothing from a queue with groups.
     let plain = a.jobs.claim(&a.client, &t, "q", 10, 30_000).await;
     assert!(plain.expect("plain").is_empty());
-    let w = claim_within(&a, &t, "q", 3, 30_000, WorkerLimits::default())
+    let w = claim_within(&a, &t, "q", 3, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert_eq!(names(&w.claimed), ["u1", "a1", "b1"]);
-    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default())
+    let w = claim_within(&a, &t, "q", 10, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert_eq!(names(&w.claimed), ["a2", "a3"]);
@@ -94,13 +94,14 @@ async fn two_connections_never_pass_a_groups_concurrency() {
             rate: None,
         },
         holder: 0,
+        name: None,
     };
     let mut active: Vec<Claimed> = Vec::new();
     let mut done = 0;
     while done < 30 {
         let (x, y) = tokio::join!(
-            claim_within(&a, &t, "q", 10, 30_000, one),
-            claim_within(&b, &t, "q", 10, 30_000, one)
+            claim_within(&a, &t, "q", 10, 30_000, &one),
+            claim_within(&b, &t, "q", 10, 30_000, &one)
         );
         for w in [x.expect("a claims"), y.expect("b claims")] {
             active.extend(w.claimed);
@@ -117,7 +118,7 @@ async fn two_connections_never_pass_a_groups_concurrency() {
         done += 1;
     }
     // Every group is empty and has no settings: its row is gone at the next claim.
-    let w = claim_within(&a, &t, "q", 10, 30_000, one)
+    let w = claim_within(&a, &t, "q", 10, 30_000, &one)
         .await
         .expect("claims");
     assert!(w.claimed.is_empty());
@@ -147,7 +148,7 @@ async fn settings_are_kept_and_change_reports_what_changed() {
             .expect("resume a group never paused")
     );
     // A claim leaves the paused group's row, though it holds no job.
-    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default())
+    let w = claim_within(&a, &t, "q", 10, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert_eq!(names(&w.claimed), ["a1"]);

@@ -52,9 +52,10 @@ async fn claims_from_two_connections_never_pass_the_cap() {
     let mut active: Vec<(i64, i64)> = Vec::new();
     while done < 40 {
         // Both claim at once (each on its own connection), as two workers would.
+        let none = WorkerLimits::default();
         let (x, y) = tokio::join!(
-            claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default()),
-            claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::default())
+            claim_within(&a, &t, "q", 10, 30_000, &none),
+            claim_within(&b, &t, "q", 10, 30_000, &none)
         );
         for w in [x.expect("a claims"), y.expect("b claims")] {
             assert!(w.limited);
@@ -83,7 +84,7 @@ async fn claims_from_two_connections_never_pass_the_cap() {
         .await
         .expect("removed");
     assert!(!limits::has_limits(&a, &t, "q").await.expect("read"));
-    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::default())
+    let w = claim_within(&a, &t, "q", 10, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert!(!w.limited, "no limits left: plain claims will do");
@@ -99,7 +100,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         duration: 500,
     });
     // A worker's own limiter limits its claims, though the queue has no limits of its own.
-    let w = claim_within(&a, &t, "q", 10, 30_000, WorkerLimits::rate(five))
+    let w = claim_within(&a, &t, "q", 10, 30_000, &WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!((w.claimed.len(), w.limited), (5, true));
@@ -108,7 +109,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         retry > Duration::from_millis(90) && retry <= Duration::from_millis(100),
         "{retry:?}"
     );
-    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::rate(five))
+    let w = claim_within(&b, &t, "q", 10, 30_000, &WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!(
@@ -117,7 +118,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         "one budget for the queue, whoever claims"
     );
     tokio::time::sleep(Duration::from_millis(110)).await;
-    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::rate(five))
+    let w = claim_within(&b, &t, "q", 10, 30_000, &WorkerLimits::rate(five))
         .await
         .expect("claims");
     assert_eq!(w.claimed.len(), 1);
@@ -143,7 +144,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
     limits::change(&a, &t, "q", LimitChange::HoldFor(300))
         .await
         .expect("held");
-    let w = claim_within(&b, &t, "q", 10, 30_000, WorkerLimits::default())
+    let w = claim_within(&b, &t, "q", 10, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert!(w.claimed.is_empty() && w.limited);
@@ -153,7 +154,7 @@ async fn the_bucket_and_a_hold_say_when_to_try_again() {
         "{retry:?}"
     );
     tokio::time::sleep(retry).await;
-    let w = claim_within(&b, &t, "q", 3, 30_000, WorkerLimits::default())
+    let w = claim_within(&b, &t, "q", 3, 30_000, &WorkerLimits::default())
         .await
         .expect("claims");
     assert_eq!(w.claimed.len(), 3);

@@ -44,7 +44,7 @@ impl Engine {
         loop {
             let (taken, rx, retry_at) = self.with(q, |qs, now, fx| {
                 let mut out = String::from("[");
-                let n = qs.take_limited(max, worker, now, fx, |job| {
+                let n = qs.take_limited(max, worker.clone(), now, fx, |job| {
                     wire::push_record(&*wire, job, true, &mut out)
                 });
                 if n > 0 || timeout.is_zero() {
@@ -52,7 +52,7 @@ impl Engine {
                     return (Some((n, out)), None, None);
                 }
                 let retry = qs
-                    .retry_at(worker, now)
+                    .retry_at(worker.clone(), now)
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
                 (None, qs.waiters().register(puller), retry)
             });

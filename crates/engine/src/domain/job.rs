@@ -119,6 +119,8 @@ pub struct JobExtra {
     pub deps: Option<Box<Deps>>,
     /// How many times the job stalled (its holder went away while it was active).
     pub stalled_counter: u32,
+    /// The name of the Worker that last took it (BullMQ's `processedBy`; Workers with a `name`).
+    pub processed_by: Option<Arc<str>>,
 }
 
 /// Fields only jobs given options carry, in one allocation that the others do not have
@@ -277,6 +279,11 @@ impl Job {
     /// How many times the job stalled.
     pub fn stalled_counter(&self) -> u32 {
         self.extra.as_ref().map_or(0, |e| e.stalled_counter)
+    }
+
+    /// The name of the Worker that last took it, if that Worker had one.
+    pub fn processed_by(&self) -> Option<&str> {
+        self.extra.as_ref()?.processed_by.as_deref()
     }
 
     /// A flow parent's dependencies, if it has any.

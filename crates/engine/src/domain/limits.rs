@@ -8,6 +8,8 @@
 //! jobs start, and over a long run the rate is `max / duration`. Credit is counted in integer
 //! units of `1 / duration` token, so refills are exact however small the steps.
 
+use std::sync::Arc;
+
 use super::groups::GroupDefaults;
 use crate::error::{EngineError, Result};
 
@@ -18,13 +20,15 @@ pub struct RateLimit {
     pub duration: u64,
 }
 
-/// What a taking worker brings: its `limiter`, its `group` option's defaults, and the lease
-/// holder its jobs are held by (0: none; see `queue/stall.rs`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a taking worker brings: its `limiter`, its `group` option's defaults, the lease holder
+/// its jobs are held by (0: none; see `queue/stall.rs`), and its name (BullMQ's Worker `name`,
+/// stamped on the jobs it takes as `processedBy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkerLimits {
     pub rate: Option<RateLimit>,
     pub group: GroupDefaults,
     pub holder: u32,
+    pub name: Option<Arc<str>>,
 }
 
 impl WorkerLimits {

@@ -25,12 +25,12 @@ pub struct Applied {
 
 /// Rows per multi-row insert (24 parameters each at most, well under SQLite's limit).
 pub const INSERT_CHUNK: usize = 32;
-const JOB_COLUMNS: usize = 24;
+const JOB_COLUMNS: usize = 25;
 /// The columns of a lean insert (see [`lean`]): `queue` to `attempts_started`.
 const LEAN_COLUMNS: usize = 17;
 
-/// Whether a row's rarely set columns (`progress` to `stalled_counter`) are all at their
-/// defaults, as a new job's are: it is inserted without them, 17 parameters instead of 24.
+/// Whether a row's rarely set columns (`progress` to `processed_by`) are all at their
+/// defaults, as a new job's are: it is inserted without them, 17 parameters instead of 25.
 fn lean(r: &JobRow) -> bool {
     let e = &r.extra;
     e.progress.is_none()
@@ -40,6 +40,7 @@ fn lean(r: &JobRow) -> bool {
         && e.logs.is_none()
         && e.deps.is_none()
         && e.stalled_counter == 0
+        && e.processed_by.is_none()
 }
 
 /// Stable numeric codes of states in the `state` column.
@@ -77,7 +78,8 @@ fn insert_sql(rows: usize, lean: bool) -> String {
     sql.push_str(if lean {
         ") VALUES "
     } else {
-        ", progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter) VALUES "
+        ", progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter, \
+         processed_by) VALUES "
     });
     let columns = if lean { LEAN_COLUMNS } else { JOB_COLUMNS };
     for r in 0..rows {
@@ -133,7 +135,8 @@ fn bind_row(
     stmt.raw_bind_parameter(p(21), r.extra.stacktrace.as_deref())?;
     stmt.raw_bind_parameter(p(22), r.extra.logs.as_deref())?;
     stmt.raw_bind_parameter(p(23), r.extra.deps.as_deref())?;
-    stmt.raw_bind_parameter(p(24), r.extra.stalled_counter as i64)
+    stmt.raw_bind_parameter(p(24), r.extra.stalled_counter as i64)?;
+    stmt.raw_bind_parameter(p(25), r.extra.processed_by.as_deref())
 }
 
 /// Applies `ops` in order, after folding each job's writes (see `coalesce.rs`). The caller wraps
@@ -201,7 +204,7 @@ macro_rules! set_state {
 macro_rules! set_extra {
     () => {
         "progress = ?13, returnvalue = ?14, failed_reason = ?15, stacktrace = ?16, logs = ?17, \
-         deps = ?18, stalled_counter = ?19"
+         deps = ?18, stalled_counter = ?19, processed_by = ?20"
     };
 }
 
@@ -238,6 +241,7 @@ fn apply_update(conn: &Connection, u: &Update) -> rusqlite::Result<()> {
             stmt.raw_bind_parameter(17, e.logs.as_deref())?;
             stmt.raw_bind_parameter(18, e.deps.as_deref())?;
             stmt.raw_bind_parameter(19, e.stalled_counter as i64)?;
+            stmt.raw_bind_parameter(20, e.processed_by.as_deref())?;
         }
         stmt.raw_execute()?;
     }
@@ -384,7 +388,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Extra(q, key, e) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET progress = ?3, returnvalue = ?4, failed_reason = ?5, stacktrace = ?6, logs = ?7, \
-                 deps = ?8, stalled_counter = ?9 WHERE queue = ?1 AND key = ?2",
+                 deps = ?8, stalled_counter = ?9, processed_by = ?10 WHERE queue = ?1 AND key = ?2",
             )?;
             stmt.execute(params![
                 &**q,
@@ -396,6 +400,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
                 e.logs.as_deref(),
                 e.deps.as_deref(),
                 e.stalled_counter as i64,
+                e.processed_by.as_deref(),
             ])?;
             Ok(())
         }

@@ -37,6 +37,7 @@ fn extra(n: u64) -> Box<ExtraCols> {
         logs: n.is_multiple_of(3).then(|| format!("[\"l{n}\"]")),
         deps: None,
         stalled_counter: 0,
+        processed_by: None,
     })
 }
 

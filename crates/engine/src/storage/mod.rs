@@ -22,6 +22,8 @@ mod evicted_tests;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
+mod processed_by_tests;
+#[cfg(test)]
 mod reopen_props;
 #[cfg(test)]
 mod scheduler_tests;

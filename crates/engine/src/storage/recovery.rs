@@ -40,7 +40,7 @@ pub struct Snapshot {
 /// Columns of a job row, in the order [`row_of`] reads them.
 pub const JOB_SELECT: &str = "SELECT queue, key, custom_id, name, data, opts, state, priority, delay, \
      timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, progress, \
-     returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter FROM jobs";
+     returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter, processed_by FROM jobs";
 
 // Queries by state carry `state IN (4, 5)` so SQLite can use the partial index `jobs_finished`
 // (checked by `schema_tests.rs`).
@@ -100,6 +100,7 @@ pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Resu
             logs: r.get(21)?,
             deps: r.get(22)?,
             stalled_counter: r.get::<_, i64>(23)?.clamp(0, u32::MAX as i64) as u32,
+            processed_by: r.get::<_, Option<String>>(24)?.map(Into::into),
         },
     })
 }

@@ -45,6 +45,7 @@ pub fn job_of(row: JobRow) -> Job {
         || !logs.is_empty()
         || deps.is_some()
         || e.stalled_counter > 0
+        || e.processed_by.is_some()
     {
         job.extra = Some(Box::new(JobExtra {
             progress: e.progress,
@@ -54,6 +55,7 @@ pub fn job_of(row: JobRow) -> Job {
             logs,
             deps,
             stalled_counter: e.stalled_counter,
+            processed_by: e.processed_by.map(Arc::from),
         }));
     }
     job

@@ -45,6 +45,8 @@ pub struct ExtraCols {
     /// A flow parent's dependencies as JSON (`domain/flow.rs`), `None` for other jobs.
     pub deps: Option<String>,
     pub stalled_counter: u32,
+    /// The name of the Worker that last took the job (`processedBy`).
+    pub processed_by: Option<Box<str>>,
 }
 
 /// A whole job row.
@@ -142,6 +144,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             logs: None,
             deps: None,
             stalled_counter: 0,
+            processed_by: None,
         },
         Some(e) => ExtraCols {
             progress: e.progress.clone(),
@@ -151,6 +154,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             logs: json_array(&e.logs),
             deps: e.deps.as_ref().map(|d| d.to_json()),
             stalled_counter: e.stalled_counter,
+            processed_by: e.processed_by.as_deref().map(Into::into),
         },
     }
 }

@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -110,6 +110,10 @@ CREATE TABLE schedulers (
     body TEXT NOT NULL,
     PRIMARY KEY (queue, id)
 );
+"#,
+    // 9: the name of the Worker that last took a job (BullMQ's `processedBy`).
+    r#"
+ALTER TABLE jobs ADD COLUMN processed_by TEXT;
 "#,
 ];
 

@@ -16,7 +16,7 @@ use ferroqueue_engine::{Ack, AckResult, Added, EngineError, KeepJobs, NewJob, Ou
 
 use super::{Held, Shared};
 use crate::acks::{Completion, Failed, Failure};
-use crate::jobs::{AddedRow, NewRow, NOW_MS};
+use crate::jobs::{AddedRow, Claimed, NewRow, NOW_MS};
 use crate::limits;
 use crate::record::state_number;
 
@@ -108,7 +108,7 @@ pub(super) async fn take(
     max: usize,
     worker: WorkerLimits,
 ) -> Result<String> {
-    Ok(take_or_retry(s, queue, max, worker).await?.0)
+    Ok(take_or_retry(s, queue, max, &worker).await?.0)
 }
 
 /// [`take`], and when a limit held ready jobs back, how long until waiting lets them start.
@@ -116,7 +116,7 @@ async fn take_or_retry(
     s: &Shared,
     queue: &Arc<str>,
     max: usize,
-    worker: WorkerLimits,
+    worker: &WorkerLimits,
 ) -> Result<(String, Option<Duration>)> {
     let limiter = worker.rate;
     let mut out = String::from("[");
@@ -155,6 +155,9 @@ async fn take_or_retry(
                 h.remove(queue);
             }
         }
+        if let (Some(name), false) = (&worker.name, claimed.is_empty()) {
+            stamp_processed_by(s, queue, name, &mut claimed).await?;
+        }
         {
             let mut held = s.held.lock();
             for j in &claimed {
@@ -189,6 +192,35 @@ async fn take_or_retry(
     Ok((out, retry))
 }
 
+/// Records `name` as the `processedBy` of jobs just claimed by a Worker with a name, in the
+/// rows and in the records handed to it: one statement more per claim, for named Workers only.
+async fn stamp_processed_by(
+    s: &Shared,
+    queue: &str,
+    name: &Arc<str>,
+    claimed: &mut [Claimed],
+) -> Result<()> {
+    let t = s.target();
+    let sql = format!(
+        "UPDATE {}.jobs SET processed_by = $2 WHERE queue = $1 AND token = ANY($3)",
+        t.schema()
+    );
+    let tokens: Vec<i64> = claimed.iter().map(|j| j.token).collect();
+    let stored = crate::text::store(name);
+    let c = s.pool.get().await?;
+    c.query(
+        t,
+        "cannot record processedBy",
+        &sql,
+        &[&queue, &stored.as_ref(), &tokens],
+    )
+    .await?;
+    for j in claimed {
+        j.job.extra_mut().processed_by = Some(name.clone());
+    }
+    Ok(())
+}
+
 /// Like [`take`], waiting up to `timeout` for jobs (woken by hints, or when a token comes or a
 /// hold ends: never polling); empty on timeout, cancellation or close.
 pub(super) async fn pull(
@@ -213,7 +245,7 @@ pub(super) async fn pull(
         let woken = ready.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        let (got, retry) = take_or_retry(s, queue, max, worker).await?;
+        let (got, retry) = take_or_retry(s, queue, max, &worker).await?;
         if got.len() > 2 || s.closed.load(Ordering::Acquire) {
             return Ok(got);
         }

@@ -172,7 +172,7 @@ async fn a_holder_let_go_stalls_its_jobs_in_every_queue_and_wakes_a_waiting_pull
         holder: 9,
         ..WorkerLimits::default()
     };
-    assert_eq!(e.take(&a, 1, holder).0, 1);
+    assert_eq!(e.take(&a, 1, holder.clone()).0, 1);
     assert_eq!(e.take(&b, 1, holder).0, 1);
     // Another worker waits on `a`; the holder's loss hands it the job at once.
     let waiting = {

@@ -2,7 +2,7 @@
 //! rate, cap on active jobs, hold), and changing those limits.
 
 use super::{id_of, Effects, QueueState};
-use crate::domain::changes::STATE;
+use crate::domain::changes::{EXTRA, STATE};
 use crate::domain::event::EventKind;
 use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
@@ -55,9 +55,17 @@ impl QueueState {
             self.lock_seq += 1;
             let lock = self.lock_seq;
             let seq = self.next_state_seq();
-            let Some(job) = self.jobs.change(&key, STATE) else {
+            let parts = if worker.name.is_some() {
+                STATE | EXTRA
+            } else {
+                STATE
+            };
+            let Some(job) = self.jobs.change(&key, parts) else {
                 continue;
             };
+            if let Some(name) = &worker.name {
+                job.extra_mut().processed_by = Some(name.clone());
+            }
             let prev = job.state.as_str();
             job.state = JobState::Active;
             job.lock = lock;

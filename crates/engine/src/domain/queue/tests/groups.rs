@@ -30,6 +30,7 @@ fn serial() -> WorkerLimits {
             rate: None,
         },
         holder: 0,
+        name: None,
     }
 }
 
