@@ -274,6 +274,10 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
    * after restart).
    */
   stalled: (jobId: string, prev: string) => void
+  /** PostgreSQL: this worker's leases were renewed (after each renewal, every `lockRenewTime`). */
+  locksRenewed: (data: { count: number; jobIds: string[] }) => void
+  /** PostgreSQL: these jobs' leases had expired and were taken back: this worker lost them. */
+  lockRenewalFailed: (jobIds: string[]) => void
   paused: () => void
   resumed: () => void
   closed: () => void

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect, afterEach } from 'vitest'
 import { Queue, Worker, QueueEvents } from '../index.mjs'
-import { once, thrown, expectError, openTracker, backend } from './helpers.mjs'
+import { once, thrown, expectError, openTracker, backend, waitFor } from './helpers.mjs'
 
 const { track, mkQueue, mkWorker } = openTracker('lease', { Queue, Worker, QueueEvents }, afterEach)
 
@@ -104,6 +104,37 @@ describe('stalled jobs', () => {
     const stored = await queue.getJob(job.id)
     // The stall spent no attempt: one attempt, the one that completed (as BullMQ counts).
     expect([stored.stalledCounter, stored.attemptsMade]).toEqual([1, 1])
+  })
+
+  it.skipIf(backend !== 'postgres')('on PostgreSQL a worker hears locksRenewed, and lockRenewalFailed once its paused process lost a lease', async () => {
+    const queue = mkQueue()
+    const job = await queue.add('held', {})
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/pg-lease-holder.mjs', import.meta.url)), process.env.FERROQUEUE_POSTGRES_URL, queue.name], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const lines = []
+    let out = ''
+    child.stdout.on('data', (d) => {
+      const parts = (out + d).split('\n')
+      out = parts.pop()
+      lines.push(...parts)
+    })
+    try {
+      await waitFor(() => lines.includes(`RENEWED 1 ${job.id}`), 10_000)
+      expect(lines[0]).toBe(`ACTIVE ${job.id}`)
+      // The process stops (as under a debugger or a suspended VM): its lease runs out, another
+      // worker's check takes the job back and runs it.
+      child.kill('SIGSTOP')
+      const other = mkWorker(queue.name, async () => 'done here', SHORT)
+      await once(other, 'completed', 10_000)
+      child.kill('SIGCONT')
+      await waitFor(() => lines.includes(`LOST ${job.id}`), 10_000)
+    } finally {
+      child.kill('SIGKILL')
+    }
+    expect(lines.filter((l) => l.startsWith('ERROR'))).toEqual([])
+    const stored = await queue.getJob(job.id)
+    expect([await stored.getState(), stored.returnvalue, stored.stalledCounter]).toEqual(['completed', 'done here', 1])
   })
 
   it('past maxStalledCount the job fails with BullMQ reason', async () => {

@@ -39,18 +39,25 @@ function openLease(worker, terms) {
   }
 }
 
+/** The Worker events that come from its queue's event stream. */
+const HEARD = ['stalled', 'locksRenewed', 'lockRenewalFailed']
+
 /**
- * Makes `worker` emit `stalled(jobId, 'active')` for the stalled jobs of its queue once someone
- * listens for it (its queue's events are heard only then).
+ * Makes `worker` emit, once someone listens for one of them (its queue's events are heard only
+ * then): `stalled(jobId, 'active')` for the stalled jobs of its queue, and for its own jobs on
+ * PostgreSQL, after each lease renewal, `locksRenewed({ count, jobIds })` and
+ * `lockRenewalFailed(jobIds)` (leases that had expired and were taken back), as BullMQ's.
  */
 function emitStalled(worker) {
   worker.on('newListener', (event) => {
-    if (event !== 'stalled' || worker._stalledListener || worker._closing) return
+    if (!HEARD.includes(event) || worker._stalledListener || worker._closing) return
     const listener = {
       _deliver(name, payload) {
-        if (name !== 'stalled') return
         try {
-          worker.emit('stalled', payload.jobId, 'active')
+          if (name === 'stalled') worker.emit('stalled', payload.jobId, 'active')
+          else if (!HEARD.includes(name) || payload.holder !== worker._holder) return
+          else if (name === 'locksRenewed') worker.emit(name, { count: payload.jobIds.length, jobIds: payload.jobIds })
+          else worker.emit(name, payload.jobIds)
         } catch (err) {
           worker._emitError(err)
         }

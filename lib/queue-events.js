@@ -48,6 +48,8 @@ class QueueEvents extends QueueHandle {
   }
 
   _deliver(name, payload, id) {
+    // A Worker's own lock events (lease.js) are not queue events.
+    if (name === 'locksRenewed' || name === 'lockRenewalFailed') return
     if (name === 'drained') {
       this.emit(name, id)
       return

@@ -194,6 +194,17 @@ fn write_event(e: &Event, out: &mut String) {
         EventKind::Cleaned { count } => {
             let _ = write!(out, "\"count\":{count}");
         }
+        EventKind::LocksRenewed { holder, job_ids }
+        | EventKind::LockRenewalFailed { holder, job_ids } => {
+            let _ = write!(out, "\"holder\":{holder},\"jobIds\":[");
+            for (i, id) in job_ids.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_json_str(out, id);
+            }
+            out.push(']');
+        }
         EventKind::Drained | EventKind::Paused | EventKind::Resumed => {}
     }
     out.push_str("}]");

@@ -176,6 +176,11 @@ pub mod test_json {
             | EventKind::WaitingChildren { job_id }
             | EventKind::Stalled { job_id } => put("jobId", job_id.as_str().into()),
             EventKind::Cleaned { count } => put("count", (*count).into()),
+            EventKind::LocksRenewed { holder, job_ids }
+            | EventKind::LockRenewalFailed { holder, job_ids } => {
+                put("holder", (*holder).into());
+                put("jobIds", job_ids.clone().into());
+            }
             EventKind::Drained | EventKind::Paused | EventKind::Resumed => {}
         }
         m

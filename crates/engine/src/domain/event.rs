@@ -65,6 +65,18 @@ pub enum EventKind {
     Cleaned {
         count: usize,
     },
+    /// The leases of these jobs of lease holder `holder` (a Worker) were renewed (PostgreSQL;
+    /// for that Worker only, not QueueEvents).
+    LocksRenewed {
+        holder: u32,
+        job_ids: Vec<String>,
+    },
+    /// The leases of these jobs of lease holder `holder` could not be renewed: they expired and
+    /// were taken back (PostgreSQL; for that Worker only).
+    LockRenewalFailed {
+        holder: u32,
+        job_ids: Vec<String>,
+    },
     Drained,
     Paused,
     Resumed,
@@ -95,6 +107,8 @@ impl EventKind {
             EventKind::WaitingChildren { .. } => "waiting-children",
             EventKind::Stalled { .. } => "stalled",
             EventKind::Cleaned { .. } => "cleaned",
+            EventKind::LocksRenewed { .. } => "locksRenewed",
+            EventKind::LockRenewalFailed { .. } => "lockRenewalFailed",
             EventKind::Drained => "drained",
             EventKind::Paused => "paused",
             EventKind::Resumed => "resumed",

@@ -33,6 +33,10 @@ pub(super) struct Held {
     pub(super) link: Option<super::flows::Link>,
     /// The lease holder (a Worker) it was claimed for, 0 for none.
     pub(super) holder: u32,
+    /// Its custom id (automatic ids are the key), for the Worker's lock events.
+    pub(super) custom_id: Option<Box<str>>,
+    /// An ack of it is in flight (see `upkeep::renew`).
+    pub(super) acking: bool,
 }
 
 /// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when

@@ -5,10 +5,12 @@
 //! closes, the lock goes with it, and another process takes it within a second. Each process
 //! renews the leases of its own activations.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroqueue_engine::domain::event::{Event, EventKind};
 use ferroqueue_engine::domain::flow::{ChildEnd, OnChildFailure};
 use ferroqueue_engine::structures::fnv1a;
 
@@ -238,26 +240,100 @@ pub(super) async fn renew(s: Arc<Shared>) {
             _ = tokio::time::sleep(Duration::from_millis(every.max(10) as u64)) => {}
             _ = changed => continue,
         }
-        let leases: Vec<Lease> = {
+        let (leases, owners): (Vec<Lease>, Vec<u32>) = {
             let holders = s.holders.lock();
             s.held
                 .lock()
                 .iter()
-                .map(|(token, h)| Lease {
-                    queue: h.queue.to_string(),
-                    key: h.key,
-                    token: *token,
-                    lease_ms: holders
-                        .get(&h.holder)
-                        .map_or(s.lease_ms, |t| i64::from(t.lock_ms)),
+                .map(|(token, h)| {
+                    let lease = Lease {
+                        queue: h.queue.to_string(),
+                        key: h.key,
+                        token: *token,
+                        lease_ms: holders
+                            .get(&h.holder)
+                            .map_or(s.lease_ms, |t| i64::from(t.lock_ms)),
+                    };
+                    (lease, h.holder)
                 })
-                .collect()
+                .unzip()
         };
         if leases.is_empty() {
             continue;
         }
-        if let Ok(c) = s.pool.get().await {
-            let _ = c.leases.renew(&c.client, s.target(), &leases).await;
+        let Ok(c) = s.pool.get().await else { continue };
+        if let Ok(kept) = c.leases.renew(&c.client, s.target(), &leases).await {
+            drop(c);
+            renewed(&s, &leases, &owners, kept);
         }
+    }
+}
+
+/// A Worker's job ids in one queue: leases renewed, leases lost.
+type RenewedAndLost = (Vec<String>, Vec<String>);
+
+/// After a renewal that kept `kept` (queue, key) of `leases` (held for `owners`): the leases it
+/// did not keep are lost (they expired and were swept: the jobs are no longer this process's),
+/// unless their ack is in flight or done. Workers listening hear `locksRenewed` and
+/// `lockRenewalFailed` with their own jobs' ids.
+fn renewed(s: &Shared, leases: &[Lease], owners: &[u32], kept: Vec<(String, i64)>) {
+    let kept: HashSet<(String, i64)> = kept.into_iter().collect();
+    let listened = s.listeners.lock().clone();
+    let mut by_worker: HashMap<(u32, &str), RenewedAndLost> = HashMap::new();
+    {
+        let mut held = s.held.lock();
+        for (l, &owner) in leases.iter().zip(owners) {
+            let Some(h) = held.get(&l.token) else {
+                continue; // acked or let go meanwhile
+            };
+            let renewed = kept.contains(&(l.queue.clone(), l.key));
+            if !renewed && h.acking {
+                continue;
+            }
+            if owner != 0 && listened.contains_key(l.queue.as_str()) {
+                let id = h
+                    .custom_id
+                    .as_deref()
+                    .map_or_else(|| l.key.to_string(), String::from);
+                let lists = by_worker.entry((owner, &l.queue)).or_default();
+                if renewed {
+                    lists.0.push(id);
+                } else {
+                    lists.1.push(id);
+                }
+            }
+            if !renewed {
+                held.remove(&l.token);
+            }
+        }
+    }
+    let mut events = Vec::new();
+    for ((holder, queue), (renewed, lost)) in by_worker {
+        let queue: Arc<str> = Arc::from(queue);
+        if !renewed.is_empty() {
+            let kind = EventKind::LocksRenewed {
+                holder,
+                job_ids: renewed,
+            };
+            events.push(Event {
+                queue: queue.clone(),
+                kind,
+            });
+        }
+        if !lost.is_empty() {
+            let kind = EventKind::LockRenewalFailed {
+                holder,
+                job_ids: lost,
+            };
+            events.push(Event { queue, kind });
+        }
+    }
+    if events.is_empty() {
+        return;
+    }
+    s.events.lock().extend(events);
+    let notify = s.notifier.lock().clone();
+    if let Some(n) = notify {
+        n();
     }
 }

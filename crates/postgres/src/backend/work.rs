@@ -173,6 +173,8 @@ async fn take_or_retry(
                             .parent()
                             .map(|p| (p.clone(), j.job.id_string().into())),
                         holder: worker.holder,
+                        custom_id: j.job.custom_id().map(Into::into),
+                        acking: false,
                     },
                 );
                 push_record(&*s.wire, &j.job, true, &mut out);
@@ -290,12 +292,14 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let mut bounds: Vec<(JobState, KeepJobs)> = Vec::new();
     let mut links: HashMap<i64, super::flows::Link> = HashMap::new();
     {
-        let held = s.held.lock();
+        let mut held = s.held.lock();
+        let mut acking = Vec::new();
         for (i, a) in acks.into_iter().enumerate() {
             let token = a.token.min(i64::MAX as u64) as i64;
             let Some(h) = held.get(&token).filter(|h| &h.queue == queue) else {
                 continue;
             };
+            acking.push(token);
             if let Some(l) = &h.link {
                 links.insert(h.key, l.clone());
             }
@@ -353,6 +357,12 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                 step @ (Outcome::Delayed { .. } | Outcome::WaitingChildren) => {
                     steps.push((i, h.key, token, step))
                 }
+            }
+        }
+        // A lease renewal that no longer finds these jobs does not report their locks lost.
+        for token in acking {
+            if let Some(h) = held.get_mut(&token) {
+                h.acking = true;
             }
         }
     }
