@@ -24,6 +24,8 @@ mod flow_tests;
 #[cfg(test)]
 mod processed_by_tests;
 #[cfg(test)]
+mod refusal_tests;
+#[cfg(test)]
 mod reopen_props;
 #[cfg(test)]
 mod scheduler_tests;

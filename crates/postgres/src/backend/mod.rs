@@ -8,7 +8,8 @@
 //! - `work.rs`: take, pull (woken by `NOTIFY`), acks (retry and backoff decided here, from each
 //!   job's options, as the embedded engine decides them);
 //! - `read.rs`: getters, counts, pages, logs;
-//! - `admin.rs`: pause, resume, drain, clean, obliterate, remove and changes of one job;
+//! - `admin.rs` / `job_changes.rs`: pause, resume, drain, clean, obliterate, remove; changes of
+//!   one job;
 //! - `feed.rs`: the listener connection and QueueEvents' feed;
 //! - `upkeep.rs`: the elected process's periodic work (promotion, sweeps, trims), lease holders
 //!   and lease renewal;
@@ -21,6 +22,7 @@ mod bulk;
 mod coalesce;
 mod feed;
 mod flows;
+mod job_changes;
 mod open;
 mod read;
 mod schedulers;
@@ -407,7 +409,7 @@ impl Backend for PgBackend {
 
     fn change(&self, q: &QueueRef, id: &str, change: JobChange) -> Reply<usize> {
         let (q, id) = (q.name_arc().clone(), id.to_string());
-        self.run(move |s| async move { admin::change(&s, &q, &id, change).await })
+        self.run(move |s| async move { job_changes::change(&s, &q, &id, change).await })
     }
 
     fn subscribe(&self, q: &QueueRef) -> Result<()> {
