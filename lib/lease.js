@@ -48,9 +48,9 @@ const HEARD = ['stalled', 'locksRenewed', 'lockRenewalFailed']
  * PostgreSQL, after each lease renewal, `locksRenewed({ count, jobIds })` and
  * `lockRenewalFailed(jobIds)` (leases that had expired and were taken back), as BullMQ's.
  */
-function emitStalled(worker) {
+function hearQueueEvents(worker) {
   worker.on('newListener', (event) => {
-    if (!HEARD.includes(event) || worker._stalledListener || worker._closing) return
+    if (!HEARD.includes(event) || worker._queueListener || worker._closing) return
     const listener = {
       _deliver(name, payload) {
         try {
@@ -66,7 +66,7 @@ function emitStalled(worker) {
         worker._emitError(err)
       },
     }
-    worker._stalledListener = listener
+    worker._queueListener = listener
     worker._engine.listen(worker._h, worker._key, listener)
   })
 }
@@ -94,11 +94,11 @@ function holdWhileRunning(worker) {
   return setInterval(() => worker._running, 1 << 30)
 }
 
-/** Stops hearing the queue's events (see emitStalled) and lets go of the lease holder. */
+/** Stops hearing the queue's events (see hearQueueEvents) and lets go of the lease holder. */
 function closeLease(worker) {
-  const listener = worker._stalledListener
+  const listener = worker._queueListener
   if (listener) {
-    worker._stalledListener = null
+    worker._queueListener = null
     worker._engine.unlisten(worker._h, worker._key, listener)
   }
   try {
@@ -108,4 +108,4 @@ function closeLease(worker) {
   }
 }
 
-module.exports = { leaseOptions, openLease, emitStalled, reportRecoveredStalls, holdWhileRunning, closeLease }
+module.exports = { leaseOptions, openLease, hearQueueEvents, reportRecoveredStalls, holdWhileRunning, closeLease }

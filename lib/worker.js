@@ -16,7 +16,7 @@ const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
 const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 const { flushAcks } = require('./worker-acks')
-const { leaseOptions, openLease, emitStalled, reportRecoveredStalls, holdWhileRunning, closeLease } = require('./lease')
+const { leaseOptions, openLease, hearQueueEvents, reportRecoveredStalls, holdWhileRunning, closeLease } = require('./lease')
 const { getNextJob, extendJobLocks, forgetWorker } = require('./manual')
 const { pullLoop } = require('./worker-loop')
 
@@ -65,8 +65,8 @@ class Worker extends QueueHandle {
       throw e
     }
     this._holder = this._lease.id
-    this._stalledListener = null
-    emitStalled(this)
+    this._queueListener = null
+    hearQueueEvents(this)
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
     this._buffer = []
     this._head = 0 // the next record of _buffer to start: slots freeing one by one copy nothing
