@@ -120,6 +120,7 @@ describe('job schedulers', () => {
     expectError(await rejection(queue.upsertJobScheduler('x', { every: 10, evry: 5 })), TypeError, 'ERR_INVALID_OPTION', /^repeat\.evry /)
     expectError(await rejection(queue.upsertJobScheduler('x', { every: 10 }, { opts: { jobId: 'a' } })), TypeError, 'ERR_INVALID_OPTION', /^template\.opts /)
     expectError(await rejection(queue.upsertJobScheduler('', { every: 10 })), TypeError, 'ERR_INVALID_OPTION', /^jobSchedulerId /)
+    expectError(await rejection(queue.upsertJobScheduler('a\0b', { every: 10 })), RangeError, 'ERR_INVALID_OPTION', /^jobSchedulerId must not contain the character U\+0000/)
     expect(await queue.getJobSchedulersCount()).toBe(0)
   })
 

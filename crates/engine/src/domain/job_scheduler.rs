@@ -41,6 +41,10 @@ struct Stored {
     next: Option<u64>,
 }
 
+/// The longest scheduler id: its jobs' ids (`repeat:{id}:{slot}`) stay within a custom id's
+/// 1,024 bytes.
+pub const MAX_ID_BYTES: usize = 990;
+
 /// The job id of scheduler `id`'s job for `slot`.
 pub fn slot_job_id(id: &str, slot: u64) -> String {
     format!("repeat:{id}:{slot}")
@@ -61,6 +65,19 @@ impl Scheduler {
         repeat: Repeat,
         template: (Option<&str>, &str, Option<&str>),
     ) -> Result<Scheduler> {
+        // Its jobs' ids are `repeat:{id}:{slot}`: custom ids, held to their rules.
+        if id.as_bytes().contains(&0) {
+            return Err(EngineError::range(
+                "jobSchedulerId",
+                "must not contain the character U+0000",
+            ));
+        }
+        if id.len() > MAX_ID_BYTES {
+            return Err(EngineError::range(
+                "jobSchedulerId",
+                format!("must be at most {MAX_ID_BYTES} bytes long (its jobs' ids add a prefix and a time)"),
+            ));
+        }
         let (name, data, opts_json) = template;
         let job_opts = match opts_json {
             Some(text) => JobOptions::from_json(text)?,
@@ -214,6 +231,17 @@ mod tests {
         }
         let s = Scheduler::new("s", every(10, None), (None, "{\"a\":1}", None)).expect("ok");
         assert_eq!(&*s.name, "s");
+    }
+
+    #[test]
+    fn scheduler_ids_follow_the_custom_id_rules() {
+        let nul = Scheduler::new("a\0b", every(10, None), (None, "{}", None));
+        assert!(nul.unwrap_err().to_string().contains("U+0000"));
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        assert!(Scheduler::new(&long, every(10, None), (None, "{}", None)).is_err());
+        let longest = "x".repeat(MAX_ID_BYTES);
+        let s = Scheduler::new(&longest, every(10, None), (None, "{}", None)).expect("ok");
+        assert!(s.slot_job(&longest, u64::MAX, 0).opts.job_id.unwrap().len() <= 1024);
     }
 
     #[test]
