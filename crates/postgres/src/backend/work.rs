@@ -156,7 +156,7 @@ async fn take_or_retry(
             }
         }
         if let (Some(name), false) = (&worker.name, claimed.is_empty()) {
-            stamp_processed_by(s, queue, name, &mut claimed).await?;
+            stamp_processed_by(s, queue, name, &mut claimed).await;
         }
         {
             let mut held = s.held.lock();
@@ -195,13 +195,12 @@ async fn take_or_retry(
 }
 
 /// Records `name` as the `processedBy` of jobs just claimed by a Worker with a name, in the
-/// rows and in the records handed to it: one statement more per claim, for named Workers only.
-async fn stamp_processed_by(
-    s: &Shared,
-    queue: &str,
-    name: &Arc<str>,
-    claimed: &mut [Claimed],
-) -> Result<()> {
+/// records handed to it and in the rows: one statement more per claim, for named Workers only.
+/// The claim stands if that statement fails (the jobs are taken; only the label is not stored).
+async fn stamp_processed_by(s: &Shared, queue: &str, name: &Arc<str>, claimed: &mut [Claimed]) {
+    for j in claimed.iter_mut() {
+        j.job.extra_mut().processed_by = Some(name.clone());
+    }
     let t = s.target();
     let sql = format!(
         "UPDATE {}.jobs SET processed_by = $2 WHERE queue = $1 AND token = ANY($3)",
@@ -209,18 +208,11 @@ async fn stamp_processed_by(
     );
     let tokens: Vec<i64> = claimed.iter().map(|j| j.token).collect();
     let stored = crate::text::store(name);
-    let c = s.pool.get().await?;
-    c.query(
-        t,
-        "cannot record processedBy",
-        &sql,
-        &[&queue, &stored.as_ref(), &tokens],
-    )
-    .await?;
-    for j in claimed {
-        j.job.extra_mut().processed_by = Some(name.clone());
+    if let Ok(c) = s.pool.get().await {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&queue, &stored.as_ref(), &tokens];
+        let _ = c.query(t, "cannot record processedBy", &sql, &params).await;
     }
-    Ok(())
 }
 
 /// Like [`take`], waiting up to `timeout` for jobs (woken by hints, or when a token comes or a
