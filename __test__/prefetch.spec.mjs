@@ -26,6 +26,14 @@ async function setup(prefix, n) {
 
 const activeCount = (queue) => queue.getJobCounts('active').then((c) => c.active)
 
+/**
+ * Waits until `worker` runs job 1 and holds `held` more: the database counts a claim's jobs
+ * active before its answer reaches the worker, so the count alone is not enough.
+ */
+async function holding(worker, queue, ran, held) {
+  await waitFor(async () => ran.length === 1 && worker._held === held && (await activeCount(queue)) === held + 1)
+}
+
 /** Resolves once `worker` has completed `n` more jobs. */
 function completions(worker, n) {
   return new Promise((resolve) => {
@@ -40,7 +48,7 @@ describe('Worker prefetch', () => {
     const worker = track(new Worker(name, processor, { concurrency: 1, prefetch: 2 }))
     const started = []
     worker.on('active', (job) => started.push(job.data.i))
-    await waitFor(async () => (await activeCount(queue)) === 3)
+    await holding(worker, queue, ran, 2)
     expect(ran).toEqual([1])
     expect(started).toEqual([1])
     const done = completions(worker, 5)
@@ -55,7 +63,7 @@ describe('Worker prefetch', () => {
   it('pause() gives back the jobs not started, in order, without counting a start', async () => {
     const { name, queue, held, ran, processor } = await setup('pf-pause', 4)
     const worker = track(new Worker(name, processor, { concurrency: 1, prefetch: 3 }))
-    await waitFor(async () => (await activeCount(queue)) === 4)
+    await holding(worker, queue, ran, 3)
     const paused = worker.pause()
     held.open()
     await paused
@@ -76,7 +84,7 @@ describe('Worker prefetch', () => {
   it('close() gives back the jobs not started; another worker runs them', async () => {
     const { name, queue, held, ran, processor } = await setup('pf-close', 3)
     const worker = new Worker(name, processor, { concurrency: 1, prefetch: 5 })
-    await waitFor(async () => (await activeCount(queue)) === 3)
+    await holding(worker, queue, ran, 2)
     const closed = worker.close()
     held.open()
     await closed
