@@ -277,7 +277,7 @@ type RenewedAndLost = (Vec<String>, Vec<String>);
 /// unless their ack is in flight or done. Workers listening hear `locksRenewed` and
 /// `lockRenewalFailed` with their own jobs' ids.
 fn renewed(s: &Shared, leases: &[Lease], owners: &[u32], kept: Vec<(String, i64)>) {
-    let kept: HashSet<(String, i64)> = kept.into_iter().collect();
+    let kept: HashSet<(&str, i64)> = kept.iter().map(|(q, k)| (q.as_str(), *k)).collect();
     let listened = s.listeners.lock().clone();
     let mut by_worker: HashMap<(u32, &str), RenewedAndLost> = HashMap::new();
     {
@@ -286,7 +286,7 @@ fn renewed(s: &Shared, leases: &[Lease], owners: &[u32], kept: Vec<(String, i64)
             let Some(h) = held.get(&l.token) else {
                 continue; // acked or let go meanwhile
             };
-            let renewed = kept.contains(&(l.queue.clone(), l.key));
+            let renewed = kept.contains(&(l.queue.as_str(), l.key));
             if !renewed && h.acking {
                 continue;
             }

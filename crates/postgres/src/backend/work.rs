@@ -285,13 +285,14 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     let mut links: HashMap<i64, super::flows::Link> = HashMap::new();
     {
         let mut held = s.held.lock();
-        let mut acking = Vec::new();
         for (i, a) in acks.into_iter().enumerate() {
             let token = a.token.min(i64::MAX as u64) as i64;
-            let Some(h) = held.get(&token).filter(|h| &h.queue == queue) else {
+            let Some(h) = held.get_mut(&token).filter(|h| &h.queue == queue) else {
                 continue;
             };
-            acking.push(token);
+            // A lease renewal that no longer finds this job does not report its lock lost.
+            h.acking = true;
+            let h = &*h;
             if let Some(l) = &h.link {
                 links.insert(h.key, l.clone());
             }
@@ -349,12 +350,6 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                 step @ (Outcome::Delayed { .. } | Outcome::WaitingChildren) => {
                     steps.push((i, h.key, token, step))
                 }
-            }
-        }
-        // A lease renewal that no longer finds these jobs does not report their locks lost.
-        for token in acking {
-            if let Some(h) = held.get_mut(&token) {
-                h.acking = true;
             }
         }
     }
