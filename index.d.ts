@@ -23,6 +23,11 @@ import type {
   JobSchedulerJson,
   JobJson,
   JobProgress,
+  DlqAttempt,
+  DlqConfig,
+  DlqFilter,
+  DlqReason,
+  DlqStats,
 } from './types/options'
 import type { RateLimitError } from './types/errors'
 
@@ -225,11 +230,12 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
    */
   retryJobs(opts?: { count?: number; state?: 'failed' | 'completed'; timestamp?: number }): Promise<void>
   /** Moves every delayed job to waiting, earliest due first, `count` (default 1,000) per step. */
+  promoteJobs(opts?: { count?: number }): Promise<void>
   /**
    * Creates or updates job scheduler `id` (BullMQ v5): `repeat` is `{ every }` (ms, the first run
    * at once) or `{ pattern, tz? }` (cron, 5 or 6 fields), with `startDate`, `endDate`, `limit`,
    * `immediately`; `template` its jobs' name (default: the id), data and options. Resolves with
-   * its pending job. Memory and SQLite files; PostgreSQL refuses it for now.
+   * its pending job.
    */
   upsertJobScheduler(id: string, repeat: RepeatOptions, template?: { name?: NameType; data?: DataType; opts?: Omit<JobsOptions, 'jobId' | 'delay' | 'repeat' | 'parent'> }): Promise<Job<DataType, ReturnType, NameType>>
   /** Scheduler `id`, or undefined. */
@@ -240,7 +246,24 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   getJobSchedulersCount(): Promise<number>
   /** Removes scheduler `id` and its pending job; resolves whether it existed. */
   removeJobScheduler(id: string): Promise<boolean>
-  promoteJobs(opts?: { count?: number }): Promise<void>
+  /**
+   * The dead-letter queue: the queue's failed jobs as entries with their attempt history, newest
+   * first, those `filter` selects (`reason`, ages in ms, `offset`/`limit`).
+   */
+  getDlq(filter?: DlqFilter): Promise<DlqEntry<DataType, ReturnType, NameType>[]>
+  /** DLQ totals by reason, the oldest and newest entry, automatic retries pending. */
+  getDlqStats(): Promise<DlqStats>
+  /** Retries DLQ entry `id` (or every entry), its attempts counted from 0 again; resolves how many went back. */
+  retryDlq(id?: string): Promise<number>
+  /** Retries the DLQ entries `filter` selects; resolves how many. */
+  retryDlqByFilter(filter: DlqFilter): Promise<number>
+  /** Removes every DLQ entry; resolves how many. */
+  purgeDlq(): Promise<number>
+  /** Removes DLQ entry `id`; resolves whether it was one. */
+  removeDlqJob(id: string): Promise<boolean>
+  /** Changes the DLQ settings given (stored with the queue); resolves all of them. */
+  setDlqConfig(config: Partial<DlqConfig>): Promise<DlqConfig>
+  getDlqConfig(): Promise<DlqConfig>
   obliterate(opts?: { force?: boolean }): Promise<void>
   getJobLogs(id: string, start?: number, end?: number, asc?: boolean): Promise<{ logs: string[]; count: number }>
   close(): Promise<void>
@@ -249,6 +272,24 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   on(event: string | symbol, listener: (...args: any[]) => void): this
   once<U extends keyof QueueListener<DataType, ReturnType, NameType>>(event: U, listener: QueueListener<DataType, ReturnType, NameType>[U]): this
   once(event: string | symbol, listener: (...args: any[]) => void): this
+}
+
+/** A DLQ entry: a failed job and what its history says. */
+export interface DlqEntry<DataType = any, ReturnType = any, NameType extends string = string> {
+  job: Job<DataType, ReturnType, NameType>
+  reason: DlqReason
+  /** The job's `failedReason`. */
+  error: string | null
+  /** Its failed attempts, oldest first (the newest 100). */
+  attempts: DlqAttempt[]
+  /** When it failed for good (ms), its `finishedOn`. */
+  enteredAt: number
+  /** When it leaves the DLQ (`enteredAt + maxAge`). */
+  expiresAt: number
+  /** When it is retried automatically, or null (off, or its retries spent). */
+  nextRetryAt: number | null
+  /** How many times it went back from the DLQ before. */
+  retries: number
 }
 
 export type Processor<DataType = any, ReturnType = any, NameType extends string = string> = (

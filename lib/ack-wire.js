@@ -11,10 +11,14 @@ function completedText(entry, value, keep) {
   return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":true,"value":${value}${keep}}`
 }
 
-/** A failed attempt; `delay`: the wait before a retry as a custom backoff decided it. */
+/**
+ * A failed attempt; `delay`: the wait before a retry as a custom backoff decided it. An entry
+ * whose `timeout` ran out says so (`entry.timedOut`, cancel.js).
+ */
 function failedText(entry, reason, stack, unrecoverable, keep, delay) {
   const wait = delay === undefined ? '' : `,"delay":${delay}`
-  return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${wait}${keep}}`
+  const timedOut = entry.timedOut === true ? ',"timeout":true' : ''
+  return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${timedOut}${wait}${keep}}`
 }
 
 /** A job given back to waiting, no attempt spent; `unstarted`: its processor never ran. */

@@ -27,6 +27,7 @@ function startTimeout(worker, entry, ms) {
     if (entry.done) return
     const e = timeoutError(ms)
     if (entry.controller) entry.controller.abort(e)
+    entry.timedOut = true // its history says so (the DLQ reason `timeout`)
     worker._fail(entry, e)
   }, ms)
 }

@@ -8,6 +8,7 @@ const { Job } = require('./job')
 const { addBulk } = require('./bulk')
 const v = require('./validate')
 const schedulers = require('./schedulers')
+const { dlqMethods } = require('./dlq')
 
 /** What an add code means when it is not an automatic id (see src/queue.rs), read once: the
  * binding object is large, and a property read from it per add costs about 0.1 µs. */
@@ -473,5 +474,8 @@ class Queue extends QueueHandle {
     await this._closeHandle()
   }
 }
+
+// The dead-letter queue's methods (getDlq, retryDlq, setDlqConfig, …).
+Object.assign(Queue.prototype, dlqMethods)
 
 module.exports = { Queue, ALL_TYPES }

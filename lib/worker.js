@@ -266,6 +266,7 @@ class Worker extends QueueHandle {
       attemptsMade: job.attemptsMade,
       attempts: job.opts.attempts ?? 1,
       timer: undefined, // of the job's `timeout` (cancel.js)
+      timedOut: false, // its timeout ran out (cancel.js)
     }
     // By token, not id: after obliterate() an id comes back while its old activation may still run.
     this._active.set(entry.token, entry)

@@ -12,6 +12,7 @@
 // they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod dlq;
 mod durability;
 mod errors;
 mod events;

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use ferroqueue_engine::application::dlq::Kept;
 use ferroqueue_engine::{Backend, Engine, EngineConfig, EngineError, QueueRef};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
@@ -308,7 +309,21 @@ fn queue_handle(engine: u32, name: &str, prefix: Option<&str>) -> Result<u32> {
         return Ok(i as u32);
     }
     r.queues.push(Some((engine, e, q)));
+    crate::dlq::start_keeper();
     Ok((r.queues.len() - 1) as u32)
+}
+
+/// Every open queue handle with its backend, for the DLQ keeper (`dlq.rs`).
+pub fn kept_queues() -> Vec<Kept> {
+    let r = registry().read();
+    r.queues
+        .iter()
+        .enumerate()
+        .filter_map(|(h, slot)| {
+            let (_, e, q) = slot.as_ref()?;
+            (!e.is_closed()).then(|| (e.clone(), q.clone(), h as u32))
+        })
+        .collect()
 }
 
 /// Runs `f` with the backend and queue of handle `h`.

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use ferroqueue_engine::domain::dlq::history_json;
 use ferroqueue_engine::domain::event::{Event, EventKind};
 use ferroqueue_engine::domain::job::Job;
 use ferroqueue_engine::Wire;
@@ -99,6 +100,11 @@ fn write_record(job: &Job, slim: bool, out: &mut String) {
     }
     if !slim || job.finished_on != 0 {
         push_opt_time(out, ",\"finishedOn\":", job.finished_on);
+    }
+    // The failed attempts, which the DLQ reads (`domain/dlq_view.rs`); workers need none.
+    if let Some(e) = extra.filter(|e| !slim && !e.history.is_empty()) {
+        out.push_str(",\"history\":");
+        out.push_str(&history_json(&e.history));
     }
     if slim {
         let _ = write!(out, ",\"token\":{}", job.lock);

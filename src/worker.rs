@@ -186,6 +186,9 @@ struct WireAck<'a> {
     stack: Option<String>,
     #[serde(default)]
     unrecoverable: bool,
+    /// The attempt failed because the job's `timeout` ran out.
+    #[serde(default)]
+    timeout: bool,
     /// The wait before a retry, computed by the worker's `settings.backoffStrategy`.
     delay: Option<f64>,
     /// A step: delayed until this time (ms since the epoch).
@@ -197,7 +200,7 @@ struct WireAck<'a> {
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, delay?, keep?}`, `{id, token, release: true, unstarted?}`, or a step:
+/// unrecoverable?, timeout?, delay?, keep?}`, `{id, token, release: true, unstarted?}`, or a step:
 /// `{id, token, delayUntil}` / `{id, token, waitChildren: true}`. Returns one [`AckOutcome`]
 /// per ack, in order.
 #[napi(
@@ -206,7 +209,10 @@ struct WireAck<'a> {
 )]
 pub fn ack(env: &Env, h: u32, acks: String) -> napi::Result<Answer<'_, Vec<AckOutcome>>> {
     let reply = run(env, || ack_all(h, &acks))?;
-    answer(env, reply, |results| {
+    answer(env, reply, move |results| {
+        if results.contains(&AckResult::Failed) {
+            crate::dlq::failed(h);
+        }
         results
             .into_iter()
             .map(|r| match r {
@@ -256,6 +262,7 @@ fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
                 reason: a.reason.unwrap_or_default().into(),
                 stack: a.stack.map(Into::into),
                 unrecoverable: a.unrecoverable,
+                timed_out: a.timeout,
                 delay: a.delay.map(|d| ms("delay", d)).transpose()?,
             }
         };

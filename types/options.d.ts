@@ -324,3 +324,61 @@ export interface JobJson<DataType = any, ReturnType = any, NameType extends stri
 }
 
 export type JobProgress = number | string | boolean | object | null
+
+/** Why a job is in the DLQ: how its final attempt ended (`ttl_expired` and `worker_lost` are not produced yet). */
+export type DlqReason =
+  | 'explicit_fail'
+  | 'max_attempts_exceeded'
+  | 'timeout'
+  | 'stalled'
+  | 'ttl_expired'
+  | 'worker_lost'
+  | 'unknown'
+
+/** One failed attempt of a job. */
+export interface DlqAttempt {
+  /** Which attempt (counted from 1 again after a retry from the DLQ). */
+  attempt: number
+  startedAt: number
+  failedAt: number
+  /** `failedAt - startedAt` (ms). */
+  duration: number
+  error: string
+  kind: 'error' | 'timeout' | 'stalled' | 'unrecoverable'
+  /** The failure that sent the job to the DLQ. */
+  final: boolean
+}
+
+/** Which DLQ entries a call is about. */
+export interface DlqFilter {
+  reason?: DlqReason
+  /** Entries that entered at least this many ms ago. */
+  olderThan?: number
+  /** Entries that entered at most this many ms ago. */
+  newerThan?: number
+  offset?: number
+  limit?: number
+}
+
+/** A queue's DLQ settings; durations in ms. */
+export interface DlqConfig {
+  /** Retry entries automatically (default false), after `autoRetryInterval` (default 1 h), doubled each time. */
+  autoRetry: boolean
+  autoRetryInterval: number
+  /** Automatic retries of one entry at most (default 3). */
+  maxAutoRetries: number
+  /** An entry leaves this long after it entered (default 7 days). */
+  maxAge: number
+  /** The oldest entries beyond this many leave (default 10,000). */
+  maxEntries: number
+}
+
+export interface DlqStats {
+  total: number
+  byReason: Record<DlqReason, number>
+  oldestEnteredAt: number | null
+  newestEnteredAt: number | null
+  /** Entries with an automatic retry to come, and the first one's time. */
+  pendingAutoRetries: number
+  nextAutoRetryAt: number | null
+}

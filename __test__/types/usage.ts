@@ -143,6 +143,20 @@ async function main(): Promise<void> {
   // @ts-expect-error template data is the queue's DataType
   await queue.upsertJobScheduler('bad', { every: 1000 }, { data: { nope: 1 } })
   await queue.add('welcome', { to: 'y' }, { repeat: { every: 60_000 } })
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun]
+  // The dead-letter queue.
+  const dead = await queue.getDlq({ reason: 'timeout', olderThan: 60_000, limit: 10 })
+  const deadTo: string = dead[0].job.data.to
+  const tries: number = dead[0].attempts.length
+  const expires: number = dead[0].expiresAt
+  // @ts-expect-error reasons are the spec's names
+  await queue.getDlq({ reason: 'lost' })
+  const stats = await queue.getDlqStats()
+  const timeouts: number = stats.byReason.timeout
+  const retried: number = (await queue.retryDlq()) + (await queue.retryDlq('1')) + (await queue.retryDlqByFilter({ reason: 'stalled' }))
+  const config = await queue.setDlqConfig({ autoRetry: true, maxEntries: 100 })
+  const maxAge: number = config.maxAge + (await queue.getDlqConfig()).maxEntries
+  const gone: number = await queue.purgeDlq()
+  const removedDead: boolean = await queue.removeDlqJob('2')
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun, deadTo, tries, expires, timeouts, retried, maxAge, gone, removedDead]
 }
 void main

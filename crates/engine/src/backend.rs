@@ -24,6 +24,7 @@ use std::time::Duration;
 use crate::application::engine::Ack;
 use crate::application::engine_flows::FlowNode;
 use crate::application::events::Notifier;
+use crate::domain::dlq::DlqConfig;
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::JobState;
@@ -249,6 +250,11 @@ pub trait Backend: Send + Sync + 'static {
     fn retry_jobs(&self, q: &QueueRef, from: JobState, count: usize, before: u64) -> Reply<usize>;
     /// Moves up to `count` delayed jobs to waiting, earliest due first; answers how many.
     fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize>;
+
+    /// The queue's DLQ settings (`domain/dlq.rs`; the defaults until set).
+    fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig>;
+    /// Replaces the queue's DLQ settings; a lower `max_entries` may apply at once.
+    fn set_dlq_config(&self, q: &QueueRef, config: DlqConfig) -> Reply<()>;
     /// Creates or updates job scheduler `id`: `repeat` (the JSON of
     /// [`crate::domain::scheduler::RepeatOptions`]) and its job template (name, data JSON,
     /// options JSON); answers the record of its pending job.

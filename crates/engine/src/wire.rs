@@ -106,6 +106,12 @@ pub mod test_json {
         if let Some(name) = job.processed_by() {
             v["processedBy"] = name.into();
         }
+        if let Some(e) = extra.filter(|e| !e.history.is_empty()) {
+            v["history"] = raw(
+                Some(&crate::domain::dlq::history_json(&e.history)),
+                Value::Null,
+            );
+        }
         if for_worker {
             v["token"] = job.lock.into();
         }

@@ -9,6 +9,7 @@
 //! batch, and no `key = ANY(…)` tempts it into joining the batch against itself (500 × 500
 //! comparisons, 72 ms).
 
+use ferroqueue_engine::domain::dlq::{AttemptEnd, HISTORY_LIMIT};
 use ferroqueue_engine::EngineError;
 use std::borrow::Cow;
 
@@ -46,6 +47,8 @@ pub struct Failure {
     pub exhausted: bool,
     /// Whether a final failure is kept in `finished` (`false`: `removeOnFail: true`).
     pub keep: bool,
+    /// How the attempt ended, as its history records it.
+    pub kind: AttemptEnd,
 }
 
 /// What a failure did to one job.
@@ -90,7 +93,7 @@ impl AckStatements {
                 SELECT queue, key, custom_id, name, data, opts, 4, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                        stalled_counter, progress, NULLIF(rv, 'null'), failed_reason, stacktrace,
-                       logs, processed_by
+                       logs, processed_by, history
                 FROM done WHERE keep
             ), ids AS (
                 DELETE FROM {s}.job_ids i USING done
@@ -113,11 +116,24 @@ impl AckStatements {
                         COALESCE(j.stacktrace, '[]')::jsonb || jsonb_build_array(a.stack)
                     ) WITH ORDINALITY AS e(x, n)
                     ORDER BY n DESC LIMIT 10) newest) END";
+        // Both append the attempt to the job's history (`domain/dlq.rs`), keeping the newest
+        // 100; `final` marks a failure that no retry follows.
+        let history = format!(
+            "(SELECT jsonb_agg(x ORDER BY n)::text FROM (
+                SELECT x, n FROM jsonb_array_elements(
+                    COALESCE(j.history, '[]')::jsonb || jsonb_build_array(jsonb_build_object(
+                        'attempt', j.attempts_made + 1, 'startedAt', COALESCE(j.processed_on, 0),
+                        'failedAt', {NOW_MS}, 'error', a.reason, 'kind', a.kind,
+                        'final', a.retry_in IS NULL))
+                ) WITH ORDINALITY AS e(x, n)
+                ORDER BY n DESC LIMIT {HISTORY_LIMIT}) newest)"
+        );
         let fail = prep(format!(
             "WITH a AS (
                 SELECT * FROM unnest($2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[],
-                                     $7::bool[], $8::bool[])
-                    WITH ORDINALITY AS a(key, token, reason, stack, retry_in, exhausted, keep, i)
+                                     $7::bool[], $8::bool[], $9::text[])
+                    WITH ORDINALITY AS a(key, token, reason, stack, retry_in, exhausted, keep,
+                                         kind, i)
             ), q AS (
                 UPDATE {s}.queues SET order_seq = order_seq + cardinality($2::int8[])
                 WHERE name = $1
@@ -131,7 +147,7 @@ impl AckStatements {
                     delay = CASE WHEN a.retry_in > 0 THEN a.retry_in ELSE j.delay END,
                     ord = q.ord0 + a.i, token = NULL, lease_until = NULL,
                     attempts_made = j.attempts_made + 1, failed_reason = a.reason,
-                    stacktrace = {stack}
+                    stacktrace = {stack}, history = {history}
                 FROM a, q
                 WHERE a.retry_in IS NOT NULL AND j.token = a.token AND j.key = a.key
                   AND j.state::int4 = 3
@@ -140,12 +156,14 @@ impl AckStatements {
                 DELETE FROM {s}.jobs j USING a
                 WHERE a.retry_in IS NULL AND j.token = a.token AND j.key = a.key
                   AND j.state::int4 = 3
-                RETURNING j.*, a.reason, a.exhausted, a.keep, {stack} AS stack
+                RETURNING j.*, a.reason, a.exhausted, a.keep, {stack} AS stack,
+                          {history} AS tried
             ), moved AS (
                 INSERT INTO {s}.finished ({FINISHED_COLUMNS})
                 SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
-                       stalled_counter, progress, returnvalue, reason, stack, logs, processed_by
+                       stalled_counter, progress, returnvalue, reason, stack, logs, processed_by,
+                       tried
                 FROM gone WHERE keep
             ), ids AS (
                 DELETE FROM {s}.job_ids i USING gone
@@ -252,11 +270,12 @@ impl AckStatements {
         let retry: Vec<Option<i64>> = failures.iter().map(|f| f.retry_in).collect();
         let exhausted: Vec<bool> = failures.iter().map(|f| f.exhausted).collect();
         let keep: Vec<bool> = failures.iter().map(|f| f.keep).collect();
+        let kinds: Vec<&str> = failures.iter().map(|f| f.kind.as_str()).collect();
         let rows = crate::connect::query_retrying(
             client,
             &self.fail,
             &[
-                &queue, &keys, &tokens, &reasons, &stacks, &retry, &exhausted, &keep,
+                &queue, &keys, &tokens, &reasons, &stacks, &retry, &exhausted, &keep, &kinds,
             ],
         )
         .await

@@ -353,7 +353,7 @@ async fn fail_parent(
             INSERT INTO {s}.finished ({FINISHED_COLUMNS})
             SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                    processed_on, {NOW_MS}, attempts_made, attempts_started, stalled_counter,
-                   progress, returnvalue, $3, stacktrace, logs, processed_by
+                   progress, returnvalue, $3, stacktrace, logs, processed_by, history
             FROM m
         ), ev AS (
             INSERT INTO {s}.events (queue, event, payload)

@@ -123,7 +123,8 @@ pub struct Statements {
 /// The columns of a `finished` row as jobs move there (`seq` is the table's own).
 pub(crate) const FINISHED_COLUMNS: &str = "queue, key, custom_id, name, data, opts, state, \
     priority, delay, timestamp, processed_on, finished_on, attempts_made, attempts_started, \
-    stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs, processed_by";
+    stalled_counter, progress, returnvalue, failed_reason, stacktrace, logs, processed_by, \
+    history";
 
 /// A queue row's condition for "has limits or groups" (`limits.rs`, `groups.rs`): claims of
 /// such a queue go through its row lock.

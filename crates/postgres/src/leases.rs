@@ -80,7 +80,11 @@ impl LeaseStatements {
                 SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                        stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs,
-                       processed_by
+                       processed_by,
+                       (COALESCE(history, '[]')::jsonb || jsonb_build_array(jsonb_build_object(
+                           'attempt', attempts_made + 1, 'startedAt', COALESCE(processed_on, 0),
+                           'failedAt', {NOW_MS}, 'error', '{STALLED_TOO_OFTEN}',
+                           'kind', 'stalled', 'final', true)))::text
                 FROM failed
                 RETURNING queue, key, COALESCE(custom_id, key::text) AS id, opts
             ), back AS (

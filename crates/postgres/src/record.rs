@@ -27,12 +27,12 @@ fn columns(p: &str, finished_on: &str) -> String {
         "{p}key, {p}custom_id, {p}name, {p}data, {p}opts, {p}state, {p}priority, {p}delay, \
          {p}timestamp, {p}processed_on, {finished_on}, {p}attempts_made, {p}attempts_started, \
          {p}stalled_counter, {p}processed_by, {p}progress, {p}returnvalue, {p}failed_reason, \
-         {p}stacktrace, {p}logs"
+         {p}stacktrace, {p}logs, {p}history"
     )
 }
 
-/// How many columns [`job_of`] reads (`logs` last).
-pub(crate) const COLUMNS: usize = 20;
+/// How many columns [`job_of`] reads (`history` last).
+pub(crate) const COLUMNS: usize = 21;
 
 /// A state as the `state` column holds it (the SQLite file's numbers).
 pub fn state_of(n: i16) -> JobState {
@@ -102,6 +102,7 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             deps: None,
             stalled_counter: row.get::<_, i32>(at + 13).max(0) as u32,
             processed_by: text(14).map(|n| text::load(n).into_boxed_str()),
+            history: text(20),
         },
     })
 }

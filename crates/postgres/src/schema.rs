@@ -31,7 +31,9 @@
 //! version 9 flows (`flows.rs`): `deps`, a parent's dependencies (a parent waits in state 6);
 //! version 10 job schedulers (`backend/schedulers.rs`): `schedulers`, one row per scheduler with
 //! its stored JSON and the slot of its pending job; version 11 `processed_by` on `jobs` and
-//! `finished` (the name of the Worker that last took the job).
+//! `finished` (the name of the Worker that last took the job); version 12 the dead-letter queue:
+//! `history` on `jobs` and `finished` (a job's failed attempts as JSON, `domain/dlq.rs`) and
+//! `queues.dlq` (the queue's DLQ settings as JSON, NULL: the defaults).
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -40,7 +42,7 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 11;
+pub const VERSION: i32 = 12;
 
 /// The tables whose rows belong to one queue (by their `queue` column): obliterate empties them.
 pub const QUEUE_TABLES: [&str; 7] = [
@@ -251,6 +253,12 @@ CREATE INDEX schedulers_next ON {s}.schedulers (queue, next, id);
     r#"
 ALTER TABLE {s}.jobs ADD COLUMN processed_by text;
 ALTER TABLE {s}.finished ADD COLUMN processed_by text;
+"#,
+    // The dead-letter queue: each job's failed attempts and each queue's settings.
+    r#"
+ALTER TABLE {s}.jobs ADD COLUMN history text;
+ALTER TABLE {s}.finished ADD COLUMN history text;
+ALTER TABLE {s}.queues ADD COLUMN dlq text;
 "#,
 ];
 

@@ -6,6 +6,7 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use ferroqueue_engine::domain::dlq::{parse_history, AttemptEnd};
 use ferroqueue_postgres::jobs::{AddedRow, Completion, Failed, Failure, NewRow, Statements};
 use ferroqueue_postgres::schema::migrate;
 use ferroqueue_postgres::{connect, Target};
@@ -274,6 +275,7 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
         retry_in,
         exhausted: retry_in.is_none(),
         keep: true,
+        kind: AttemptEnd::Error,
     };
     let mut stale = fail(0, Some(0));
     stale.token += 1000;
@@ -308,6 +310,15 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
         (state, reason.as_str(), stack.as_str(), made),
         (5, "boom 2", r#"["at line 2"]"#, 1)
     );
+    let history: String = c
+        .query_one(&format!("SELECT history FROM {s}.finished"), &[])
+        .await
+        .expect("its history")
+        .get(0);
+    let history = parse_history(&history);
+    assert_eq!(history.len(), 1);
+    assert!(history[0].last);
+    assert_eq!(&*history[0].error, "boom 2");
     let delayed: i16 = c
         .query_one(
             &format!("SELECT state FROM {s}.jobs WHERE key = $1"),
@@ -332,6 +343,7 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
             retry_in: Some(0),
             exhausted: false,
             keep: true,
+            kind: AttemptEnd::Timeout,
         };
         st.fail(&c, &t, "q", &[f]).await.expect("failed");
         if n < 10 {
@@ -348,6 +360,21 @@ async fn failures_retry_now_later_or_for_good_and_keep_ten_stack_traces() {
         .get(0);
     let traces: Vec<String> = (1..11).map(|n| format!("\"trace {n}\"")).collect();
     assert_eq!(stack, format!("[{}]", traces.join(", ")));
+    // Each failure is an attempt of its history, none of them final (all retried).
+    let history: String = c
+        .query_one(
+            &format!("SELECT history FROM {s}.jobs WHERE key = $1"),
+            &[&got[0].key],
+        )
+        .await
+        .expect("its row")
+        .get(0);
+    let history = parse_history(&history);
+    assert_eq!(history.len(), 12, "{history:?}");
+    assert!(history.iter().all(|a| !a.last));
+    assert_eq!(history[0].kind, AttemptEnd::Error);
+    assert_eq!(history[11].kind, AttemptEnd::Timeout);
+    assert_eq!(history[11].attempt, 12);
 }
 
 /// A claim walks the ready index in its order and stops at its limit, whatever ANALYZE last

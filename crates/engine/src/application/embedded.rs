@@ -12,6 +12,7 @@ use super::engine_disk::stored_logs_page;
 use super::engine_flows::FlowNode;
 use super::events::Notifier;
 use crate::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use crate::domain::dlq::DlqConfig;
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
@@ -278,6 +279,15 @@ impl Backend for Engine {
 
     fn remove_dedup_key(&self, q: &QueueRef, id: &str, holder: Option<&str>) -> Reply<bool> {
         Reply::Now(Ok(Engine::remove_dedup_key(self, q, id, holder)))
+    }
+
+    fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {
+        Reply::Now(Ok(self.read(q, |qs| qs.dlq_config()).unwrap_or_default()))
+    }
+
+    fn set_dlq_config(&self, q: &QueueRef, config: DlqConfig) -> Reply<()> {
+        self.with(q, |qs, now, _| qs.set_dlq_config(config, now));
+        self.paced(())
     }
 
     fn pause(&self, q: &QueueRef) -> Reply<()> {

@@ -14,6 +14,7 @@ use crate::domain::options::{JobOptions, KeepJobs};
 use crate::domain::queue::{AckResult, Added, NewJob, Outcome};
 use crate::error::ErrorKind;
 
+mod dlq;
 mod flows;
 mod limited;
 mod pull;
@@ -83,6 +84,7 @@ fn fail() -> Outcome {
         reason: "boom".into(),
         stack: None,
         unrecoverable: false,
+        timed_out: false,
         delay: None,
     }
 }

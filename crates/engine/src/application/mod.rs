@@ -2,6 +2,7 @@
 //! delayed-job timer, serves long-poll pulls and fans events out through the [`events::EventHub`].
 
 pub(crate) mod commit_notice;
+pub mod dlq;
 mod durability;
 mod embedded;
 pub mod engine;

@@ -121,6 +121,8 @@ pub struct JobExtra {
     pub stalled_counter: u32,
     /// The name of the Worker that last took it (BullMQ's `processedBy`; Workers with a `name`).
     pub processed_by: Option<Arc<str>>,
+    /// Its failed attempts, newest last (`dlq.rs`).
+    pub history: Vec<super::dlq::Attempt>,
 }
 
 /// Fields only jobs given options carry, in one allocation that the others do not have

@@ -5,6 +5,8 @@
 pub mod changes;
 pub mod controls;
 pub mod dedup;
+pub mod dlq;
+pub mod dlq_view;
 pub mod event;
 pub mod flow;
 pub mod groups;

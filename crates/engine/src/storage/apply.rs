@@ -25,12 +25,12 @@ pub struct Applied {
 
 /// Rows per multi-row insert (24 parameters each at most, well under SQLite's limit).
 pub const INSERT_CHUNK: usize = 32;
-const JOB_COLUMNS: usize = 25;
+const JOB_COLUMNS: usize = 26;
 /// The columns of a lean insert (see [`lean`]): `queue` to `attempts_started`.
 const LEAN_COLUMNS: usize = 17;
 
-/// Whether a row's rarely set columns (`progress` to `processed_by`) are all at their
-/// defaults, as a new job's are: it is inserted without them, 17 parameters instead of 25.
+/// Whether a row's rarely set columns (`progress` to `history`) are all at their
+/// defaults, as a new job's are: it is inserted without them, 17 parameters instead of 26.
 fn lean(r: &JobRow) -> bool {
     let e = &r.extra;
     e.progress.is_none()
@@ -41,6 +41,7 @@ fn lean(r: &JobRow) -> bool {
         && e.deps.is_none()
         && e.stalled_counter == 0
         && e.processed_by.is_none()
+        && e.history.is_none()
 }
 
 /// Stable numeric codes of states in the `state` column.
@@ -79,7 +80,7 @@ fn insert_sql(rows: usize, lean: bool) -> String {
         ") VALUES "
     } else {
         ", progress, returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter, \
-         processed_by) VALUES "
+         processed_by, history) VALUES "
     });
     let columns = if lean { LEAN_COLUMNS } else { JOB_COLUMNS };
     for r in 0..rows {
@@ -136,7 +137,8 @@ fn bind_row(
     stmt.raw_bind_parameter(p(22), r.extra.logs.as_deref())?;
     stmt.raw_bind_parameter(p(23), r.extra.deps.as_deref())?;
     stmt.raw_bind_parameter(p(24), r.extra.stalled_counter as i64)?;
-    stmt.raw_bind_parameter(p(25), r.extra.processed_by.as_deref())
+    stmt.raw_bind_parameter(p(25), r.extra.processed_by.as_deref())?;
+    stmt.raw_bind_parameter(p(26), r.extra.history.as_deref())
 }
 
 /// Applies `ops` in order, after folding each job's writes (see `coalesce.rs`). The caller wraps
@@ -204,7 +206,7 @@ macro_rules! set_state {
 macro_rules! set_extra {
     () => {
         "progress = ?13, returnvalue = ?14, failed_reason = ?15, stacktrace = ?16, logs = ?17, \
-         deps = ?18, stalled_counter = ?19, processed_by = ?20"
+         deps = ?18, stalled_counter = ?19, processed_by = ?20, history = ?21"
     };
 }
 
@@ -242,6 +244,7 @@ fn apply_update(conn: &Connection, u: &Update) -> rusqlite::Result<()> {
             stmt.raw_bind_parameter(18, e.deps.as_deref())?;
             stmt.raw_bind_parameter(19, e.stalled_counter as i64)?;
             stmt.raw_bind_parameter(20, e.processed_by.as_deref())?;
+            stmt.raw_bind_parameter(21, e.history.as_deref())?;
         }
         stmt.raw_execute()?;
     }
@@ -388,7 +391,8 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Extra(q, key, e) => {
             let mut stmt = conn.prepare_cached(
                 "UPDATE jobs SET progress = ?3, returnvalue = ?4, failed_reason = ?5, stacktrace = ?6, logs = ?7, \
-                 deps = ?8, stalled_counter = ?9, processed_by = ?10 WHERE queue = ?1 AND key = ?2",
+                 deps = ?8, stalled_counter = ?9, processed_by = ?10, history = ?11 \
+                 WHERE queue = ?1 AND key = ?2",
             )?;
             stmt.execute(params![
                 &**q,
@@ -401,6 +405,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
                 e.deps.as_deref(),
                 e.stalled_counter as i64,
                 e.processed_by.as_deref(),
+                e.history.as_deref(),
             ])?;
             Ok(())
         }
@@ -418,11 +423,11 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
         StorageOp::Queue(q, row) => {
             let mut stmt = conn.prepare_cached(
                 "INSERT INTO queues (name, last_auto_id, custom_seq, paused, rate_max, rate_duration, \
-                 concurrency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 concurrency, dlq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                  ON CONFLICT (name) DO UPDATE SET last_auto_id = excluded.last_auto_id, \
                  custom_seq = excluded.custom_seq, paused = excluded.paused, \
                  rate_max = excluded.rate_max, rate_duration = excluded.rate_duration, \
-                 concurrency = excluded.concurrency",
+                 concurrency = excluded.concurrency, dlq = excluded.dlq",
             )?;
             let rate = row.limits.rate;
             stmt.execute(params![
@@ -433,6 +438,7 @@ fn apply_one(conn: &Connection, op: &StorageOp) -> rusqlite::Result<()> {
                 rate.map(|r| r.max),
                 rate.map(|r| r.duration as i64),
                 row.limits.concurrency,
+                row.dlq.to_json(),
             ])?;
             Ok(())
         }

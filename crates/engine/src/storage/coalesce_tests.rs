@@ -38,6 +38,7 @@ fn extra(n: u64) -> Box<ExtraCols> {
         deps: None,
         stalled_counter: 0,
         processed_by: None,
+        history: None,
     })
 }
 
@@ -83,6 +84,7 @@ fn op(kind: u8, queue: &Arc<str>, key: u64, n: u64) -> StorageOp {
                     }),
                     concurrency: n.is_multiple_of(5).then_some(n as u32),
                 },
+                dlq: Default::default(),
             },
         ),
         10 => StorageOp::Evicted(q, EvictedOp::Delete { key, reply: None }),

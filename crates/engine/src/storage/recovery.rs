@@ -10,6 +10,7 @@ use rusqlite::{Connection, Row};
 use super::apply::{state_code, state_of_code};
 use super::rows::{ExtraCols, JobRow, QueueRow, StateCols};
 use crate::domain::dedup::DedupKey;
+use crate::domain::dlq::DlqConfig;
 use crate::domain::groups::GroupSettings;
 use crate::domain::job::{JobKey, JobState, CUSTOM_KEY_BIT};
 use crate::domain::limits::{LimitSettings, RateLimit};
@@ -40,7 +41,7 @@ pub struct Snapshot {
 /// Columns of a job row, in the order [`row_of`] reads them.
 pub const JOB_SELECT: &str = "SELECT queue, key, custom_id, name, data, opts, state, priority, delay, \
      timestamp, run_at, ord, seq, processed_on, finished_on, attempts_made, attempts_started, progress, \
-     returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter, processed_by FROM jobs";
+     returnvalue, failed_reason, stacktrace, logs, deps, stalled_counter, processed_by, history FROM jobs";
 
 // Queries by state carry `state IN (4, 5)` so SQLite can use the partial index `jobs_finished`
 // (checked by `schema_tests.rs`).
@@ -101,6 +102,7 @@ pub fn row_of(r: &Row, names: &mut BTreeMap<String, Arc<str>>) -> rusqlite::Resu
             deps: r.get(22)?,
             stalled_counter: r.get::<_, i64>(23)?.clamp(0, u32::MAX as i64) as u32,
             processed_by: r.get::<_, Option<String>>(24)?.map(Into::into),
+            history: r.get(25)?,
         },
     })
 }
@@ -121,8 +123,8 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
     let mut snap = Snapshot::default();
     let mut names = BTreeMap::new();
     let mut stmt = conn.prepare(
-        "SELECT name, last_auto_id, custom_seq, paused, rate_max, rate_duration, concurrency \
-         FROM queues",
+        "SELECT name, last_auto_id, custom_seq, paused, rate_max, rate_duration, concurrency, \
+         dlq FROM queues",
     )?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
@@ -135,6 +137,7 @@ pub fn load(conn: &Connection, limit: usize) -> rusqlite::Result<Snapshot> {
                 rate: rate_of(r.get(4)?, r.get(5)?),
                 concurrency: r.get(6)?,
             },
+            dlq: DlqConfig::stored(r.get::<_, Option<String>>(7)?.as_deref()),
         });
     }
     let mut stmt = conn.prepare("SELECT queue, id, job_key, until FROM dedup")?;
@@ -240,6 +243,7 @@ fn restore_id_sequences(conn: &Connection, snap: &mut Snapshot) -> rusqlite::Res
             custom_seq: 0,
             paused: false,
             limits: LimitSettings::default(),
+            dlq: DlqConfig::default(),
         });
         if let Some(k) = max_auto {
             meta.last_auto_id = meta.last_auto_id.max(k as u64);

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::rows::{JobRow, QueueRow};
+use crate::domain::dlq::parse_history;
 use crate::domain::flow::Deps;
 use crate::domain::job::{Job, JobExtra};
 use crate::domain::options::JobOptions;
@@ -38,6 +39,7 @@ pub fn job_of(row: JobRow) -> Job {
     let stacktrace = parse_array(e.stacktrace.as_deref());
     let logs = parse_array(e.logs.as_deref());
     let deps = e.deps.as_deref().and_then(Deps::from_json).map(Box::new);
+    let history = e.history.as_deref().map(parse_history).unwrap_or_default();
     if e.progress.is_some()
         || e.returnvalue.is_some()
         || e.failed_reason.is_some()
@@ -46,6 +48,7 @@ pub fn job_of(row: JobRow) -> Job {
         || deps.is_some()
         || e.stalled_counter > 0
         || e.processed_by.is_some()
+        || !history.is_empty()
     {
         job.extra = Some(Box::new(JobExtra {
             progress: e.progress,
@@ -56,6 +59,7 @@ pub fn job_of(row: JobRow) -> Job {
             deps,
             stalled_counter: e.stalled_counter,
             processed_by: e.processed_by.map(Arc::from),
+            history,
         }));
     }
     job
@@ -68,6 +72,7 @@ pub fn queue_of(name: Arc<str>, meta: Option<QueueRow>, rows: Vec<JobRow>, now: 
         custom_seq: m.custom_seq,
         paused: m.paused,
         limits: m.limits,
+        dlq: m.dlq,
     });
     let jobs = rows.into_iter().map(|row| {
         let (run_at, ord) = (row.state.run_at, row.state.ord);

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::domain::changes::{Changes, EvictedOp, DATA, EXTRA, NEW, STATE};
 use crate::domain::dedup::DedupKey;
+use crate::domain::dlq::{history_json, DlqConfig};
 use crate::domain::groups::GroupSettings;
 use crate::domain::job::{Job, JobKey, JobState};
 use crate::domain::limits::LimitSettings;
@@ -47,6 +48,8 @@ pub struct ExtraCols {
     pub stalled_counter: u32,
     /// The name of the Worker that last took the job (`processedBy`).
     pub processed_by: Option<Box<str>>,
+    /// The failed attempts as JSON (`domain/dlq.rs`), `None` when there are none.
+    pub history: Option<String>,
 }
 
 /// A whole job row.
@@ -69,6 +72,8 @@ pub struct QueueRow {
     pub custom_seq: u64,
     pub paused: bool,
     pub limits: LimitSettings,
+    /// The DLQ's settings (stored as JSON).
+    pub dlq: DlqConfig,
 }
 
 /// One write for the storage writer.
@@ -145,6 +150,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             deps: None,
             stalled_counter: 0,
             processed_by: None,
+            history: None,
         },
         Some(e) => ExtraCols {
             progress: e.progress.clone(),
@@ -155,6 +161,7 @@ fn extra_cols(job: &Job) -> ExtraCols {
             deps: e.deps.as_ref().map(|d| d.to_json()),
             stalled_counter: e.stalled_counter,
             processed_by: e.processed_by.as_deref().map(Into::into),
+            history: (!e.history.is_empty()).then(|| history_json(&e.history)),
         },
     }
 }
@@ -236,6 +243,7 @@ fn push_changes(q: &QueueState, changes: Changes, out: &mut Vec<StorageOp>) {
                 custom_seq,
                 paused: q.is_paused(),
                 limits: q.limit_settings(),
+                dlq: q.dlq_config(),
             },
         ));
     }

@@ -20,9 +20,9 @@ use crate::error::{EngineError, Result};
 /// `PRAGMA application_id` of ferroqueue files ("FRQ1").
 pub const APPLICATION_ID: i64 = 0x4652_5131;
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
-const MIGRATIONS: [&str; 9] = [
+const MIGRATIONS: [&str; 10] = [
     // 1: tables
     r#"
 CREATE TABLE queues (
@@ -114,6 +114,12 @@ CREATE TABLE schedulers (
     // 9: the name of the Worker that last took a job (BullMQ's `processedBy`).
     r#"
 ALTER TABLE jobs ADD COLUMN processed_by TEXT;
+"#,
+    // 10: the dead-letter queue: each job's failed attempts (JSON) and each queue's DLQ
+    // settings (JSON, NULL: the defaults).
+    r#"
+ALTER TABLE jobs ADD COLUMN history TEXT;
+ALTER TABLE queues ADD COLUMN dlq TEXT;
 "#,
 ];
 

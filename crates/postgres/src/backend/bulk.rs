@@ -41,13 +41,13 @@ pub(super) async fn retry_jobs(
         ), ins AS (
             INSERT INTO {sch}.jobs (queue, key, custom_id, name, data, opts, state, priority, ord,
                 delay, timestamp, attempts_made, attempts_started, stalled_counter, progress,
-                stacktrace, logs, group_id, processed_by)
+                stacktrace, logs, group_id, processed_by, history)
             SELECT b.queue, b.key, b.custom_id, b.name, b.data, b.opts,
                    CASE WHEN b.priority > 0 THEN 1 ELSE 0 END, b.priority,
                    o.ord0 + row_number() OVER (ORDER BY b.seq), b.delay, b.timestamp,
                    b.attempts_made, b.attempts_started, b.stalled_counter, b.progress,
                    b.stacktrace, b.logs, COALESCE(b.opts::json -> 'group' ->> 'id', ''),
-                   b.processed_by
+                   b.processed_by, b.history
             FROM back b, o
             RETURNING key, custom_id, group_id
         ), grp AS (

@@ -162,14 +162,15 @@ pub(super) async fn change(s: &Shared, queue: &str, id: &str, change: JobChange)
                             INSERT INTO {sch}.jobs (queue, key, custom_id, name, data, opts, state,
                                 priority, ord, delay, timestamp, attempts_made, attempts_started,
                                 stalled_counter, progress, stacktrace, logs, group_id,
-                                processed_by)
+                                processed_by, history)
                             SELECT queue, key, custom_id, name, data, opts,
                                    CASE WHEN priority > 0 THEN 1 ELSE 0 END, priority,
                                    o.order_seq, delay, timestamp,
                                    CASE WHEN $6 THEN 0 ELSE attempts_made END,
                                    CASE WHEN $6 THEN 0 ELSE attempts_started END,
                                    stalled_counter, progress, stacktrace, logs,
-                                   COALESCE(opts::json -> 'group' ->> 'id', ''), processed_by
+                                   COALESCE(opts::json -> 'group' ->> 'id', ''), processed_by,
+                                   history
                             FROM back, o
                             RETURNING key, group_id
                         ), grp AS (

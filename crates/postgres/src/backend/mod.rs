@@ -20,6 +20,7 @@
 mod admin;
 mod bulk;
 mod coalesce;
+mod dlq;
 mod feed;
 mod flows;
 mod job_changes;
@@ -38,6 +39,7 @@ use std::time::Duration;
 
 use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::backend::{Backend, JobChange, Page, Pending, QueueRef, Reply};
+use ferroqueue_engine::domain::dlq::DlqConfig;
 use ferroqueue_engine::domain::flow::Deps;
 use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
@@ -358,6 +360,16 @@ impl Backend for PgBackend {
     fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { bulk::promote_jobs(&s, &q, count).await })
+    }
+
+    fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { dlq::config(&s, &q).await })
+    }
+
+    fn set_dlq_config(&self, q: &QueueRef, config: DlqConfig) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { dlq::set_config(&s, &q, config).await })
     }
 
     fn upsert_scheduler(

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroqueue_engine::domain::dlq::AttemptEnd;
 use ferroqueue_engine::domain::groups::GroupDefaults;
 use ferroqueue_engine::domain::job::JobState;
 use ferroqueue_engine::domain::job_scheduler::parse_slot_job_id;
@@ -317,6 +318,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                     reason,
                     stack,
                     unrecoverable,
+                    timed_out,
                     delay,
                 } => {
                     let made = h.attempts_made + 1;
@@ -342,6 +344,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                             retry_in: retry.map(|d| d.min(i64::MAX as u64) as i64),
                             exhausted,
                             keep: keeps(r),
+                            kind: AttemptEnd::of_failure(unrecoverable, timed_out),
                         },
                         retry.unwrap_or(0),
                     ));
@@ -441,6 +444,9 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     bounds.dedup();
     for (state, b) in bounds {
         trim(s, queue, state, b).await?;
+    }
+    if results.contains(&AckResult::Failed) {
+        super::dlq::bound(s, queue).await?;
     }
     Ok(results)
 }

@@ -3,6 +3,7 @@
 
 use super::{id_of, AckResult, Effects, Outcome, QueueState};
 use crate::domain::changes::{EXTRA, STATE};
+use crate::domain::dlq::{push_attempt, Attempt, AttemptEnd};
 use crate::domain::event::EventKind;
 use crate::domain::flow::{ChildEnd, OnChildFailure};
 use crate::domain::job::{JobKey, JobState};
@@ -135,6 +136,7 @@ impl QueueState {
                 reason,
                 stack,
                 unrecoverable,
+                timed_out,
                 delay: decided,
             } => {
                 job.attempts_made += 1;
@@ -142,8 +144,19 @@ impl QueueState {
                 let exhausted = attempts_made >= job.attempts();
                 let backoff = job.policy().and_then(|p| p.backoff);
                 let rule = job.policy().and_then(|p| p.remove_on_fail).or(keep);
+                let started_at = job.processed_on;
                 let extra = job.extra_mut();
                 extra.failed_reason = Some(reason.clone());
+                let kind = AttemptEnd::of_failure(unrecoverable, timed_out);
+                let attempt = Attempt {
+                    attempt: attempts_made,
+                    started_at,
+                    failed_at: now,
+                    error: reason.clone(),
+                    kind,
+                    last: unrecoverable || exhausted,
+                };
+                push_attempt(&mut extra.history, attempt);
                 if let Some(s) = stack {
                     extra.stacktrace.push(s);
                     if extra.stacktrace.len() > STACKTRACE_LIMIT {
@@ -181,6 +194,7 @@ impl QueueState {
                     });
                 }
                 self.retain(JobState::Failed, key, rule, now);
+                self.bound_dlq(key, now);
                 AckResult::Failed
             }
         }
@@ -210,6 +224,17 @@ impl QueueState {
                 prev: Some("failed"),
             });
         }
+    }
+
+    /// Keeps the failed set (the DLQ) within the queue's `maxEntries`, dropping the oldest
+    /// (memory and file alike). Its `maxAge` and automatic retries are kept by the DLQ keeper
+    /// (`application/dlq.rs`).
+    pub(super) fn bound_dlq(&mut self, key: JobKey, now: u64) {
+        let rule = KeepJobs::Bounded {
+            count: Some(self.dlq.max_entries),
+            age_secs: None,
+        };
+        self.retain(JobState::Failed, key, Some(rule), now);
     }
 
     /// Applies a retention rule after job `key` entered the finished set of `state`: `true` (or a

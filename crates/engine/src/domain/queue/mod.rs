@@ -26,6 +26,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::changes::{Changes, EvictedOp, STATE};
 use super::dedup::{DedupKey, DedupKeys};
+use super::dlq::DlqConfig;
 use super::event::{Event, EventKind};
 use super::groups::Groups;
 use super::job::{Job, JobKey, JobState};
@@ -108,6 +109,8 @@ pub enum Outcome {
         stack: Option<Box<str>>,
         /// Fail now whatever attempts remain.
         unrecoverable: bool,
+        /// The attempt ran past the job's `timeout` (its history says so, `dlq.rs`).
+        timed_out: bool,
         /// The wait before a retry as the worker's backoff strategy computed it; `None`: by the
         /// job's `backoff` option.
         delay: Option<u64>,
@@ -200,6 +203,8 @@ pub struct QueueState {
     evicted: evicted::Evicted,
     /// Job schedulers (`schedulers.rs`).
     schedulers: schedulers::Schedulers,
+    /// The DLQ's settings (`domain/dlq.rs`).
+    dlq: DlqConfig,
 }
 
 impl QueueState {
@@ -239,6 +244,7 @@ impl QueueState {
             stalled: Vec::new(),
             evicted: evicted::Evicted::default(),
             schedulers: schedulers::Schedulers::default(),
+            dlq: DlqConfig::default(),
         }
     }
 
@@ -274,6 +280,20 @@ impl QueueState {
     fn set_paused(&mut self, paused: bool) {
         self.paused = paused;
         self.settings_changed |= self.jobs.persists();
+    }
+
+    /// The DLQ's settings.
+    pub fn dlq_config(&self) -> DlqConfig {
+        self.dlq
+    }
+
+    /// Changes the DLQ's settings; a lower `maxEntries` applies at once. `now` stamps nothing.
+    pub fn set_dlq_config(&mut self, config: DlqConfig, now: u64) {
+        self.dlq = config;
+        self.settings_changed |= self.jobs.persists();
+        if let Some((_, &key)) = self.failed.last_key_value() {
+            self.bound_dlq(key, now);
+        }
     }
 
     /// Takes what changed since the last call (nothing on an in-memory queue).

@@ -29,6 +29,7 @@ pub struct StoredSettings {
     pub custom_seq: u64,
     pub paused: bool,
     pub limits: LimitSettings,
+    pub dlq: crate::domain::dlq::DlqConfig,
 }
 
 impl QueueState {
@@ -47,6 +48,7 @@ impl QueueState {
             q.custom_seq = m.custom_seq;
             q.paused = m.paused;
             q.limits.restore(m.limits);
+            q.dlq = m.dlq;
         }
         let mut stalled = Vec::new();
         let mut ready_later = Vec::new();

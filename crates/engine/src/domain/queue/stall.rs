@@ -10,6 +10,7 @@
 
 use super::{id_of, Effects, QueueState};
 use crate::domain::changes::{EXTRA, STATE};
+use crate::domain::dlq::{push_attempt, Attempt, AttemptEnd};
 use crate::domain::event::EventKind;
 use crate::domain::flow::{ChildEnd, OnChildFailure};
 use crate::domain::job::{JobKey, JobState};
@@ -62,6 +63,7 @@ impl QueueState {
                 if let Some(id) = dedup_id {
                     self.dedup_finished(&id, key);
                 }
+                self.bound_dlq(key, now);
             } else {
                 if !self.paused {
                     self.waiters.notify(1);
@@ -88,6 +90,7 @@ impl QueueState {
             return false;
         };
         job.holder = 0;
+        let (made, started_at) = (job.attempts_made, job.processed_on);
         let extra = job.extra_mut();
         extra.stalled_counter += 1;
         if extra.stalled_counter <= max_stalled {
@@ -95,6 +98,15 @@ impl QueueState {
             return false;
         }
         extra.failed_reason = Some(STALLED_TOO_OFTEN.into());
+        let attempt = Attempt {
+            attempt: made + 1,
+            started_at,
+            failed_at: now,
+            error: STALLED_TOO_OFTEN.into(),
+            kind: AttemptEnd::Stalled,
+            last: true,
+        };
+        push_attempt(&mut extra.history, attempt);
         job.attempts_made += 1;
         job.state = JobState::Failed;
         job.finished_on = finish_at;

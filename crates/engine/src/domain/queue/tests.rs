@@ -81,6 +81,7 @@ fn fail() -> Outcome {
         reason: "boom".into(),
         stack: None,
         unrecoverable: false,
+        timed_out: false,
         delay: None,
     }
 }
@@ -282,6 +283,7 @@ fn retries_without_backoff_go_back_to_waiting_until_attempts_run_out() {
             reason: format!("boom {attempt}").into(),
             stack: Some("at x".into()),
             unrecoverable: false,
+            timed_out: false,
             delay: None,
         };
         let r = ack(&mut q, &t, stack, T0);
@@ -329,6 +331,7 @@ fn a_wait_decided_by_the_worker_overrides_the_backoff_option() {
         reason: "x".into(),
         stack: None,
         unrecoverable: false,
+        timed_out: false,
         delay,
     };
     let (_, r) = run_one(&mut q, decided(Some(250)), None, T0);
@@ -408,6 +411,7 @@ fn unrecoverable_failure_fails_at_once() {
         reason: "fatal".into(),
         stack: None,
         unrecoverable: true,
+        timed_out: false,
         delay: None,
     };
     assert_eq!(q.ack(key, t.1, o, None, T0, &mut fx), AckResult::Failed);

@@ -83,6 +83,17 @@ fn past_max_stalled_a_job_fails_with_bullmqs_reason_and_spends_the_attempt() {
         (Some(2), Some(1))
     );
     assert_eq!(j["finishedOn"].as_u64(), Some(T0 + 9));
+    // Its history: one final attempt that stalled, the DLQ reason `stalled`.
+    let history = crate::domain::dlq::parse_history(&j["history"].to_string());
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (history[0].kind, history[0].last, history[0].failed_at),
+        (crate::domain::dlq::AttemptEnd::Stalled, true, T0 + 9)
+    );
+    assert_eq!(
+        crate::domain::dlq::DlqReason::of(&history),
+        crate::domain::dlq::DlqReason::Stalled
+    );
 }
 
 #[test]
