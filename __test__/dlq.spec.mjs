@@ -73,6 +73,18 @@ describe('dead-letter queue', () => {
     })
   })
 
+  it('keeps any error text in the history, U+0000 included', async () => {
+    const queue = mkQueue()
+    const reason = 'nul \u0000 and \u0001 mark'
+    mkWorker(queue.name, async () => {
+      throw new Error(reason)
+    })
+    await queue.add('j', {})
+    await waitFor(async () => (await queue.getFailedCount()) === 1, 5000)
+    const [entry] = await queue.getDlq()
+    expect([entry.error, entry.attempts[0].error]).toEqual([reason, reason])
+  })
+
   it('filters by age and pages newest first', async () => {
     const queue = mkQueue()
     failing(queue)

@@ -130,4 +130,32 @@ describe('finished jobs beyond the in-memory bound', () => {
     await events.close()
     await queue.close()
   })
+  it('the DLQ reaches failed jobs that live on disk only', async () => {
+    const dataPath = join(dir, 'dlq.db')
+    const queue = new Queue('dead', { dataPath })
+    let fail = true
+    const worker = new Worker('dead', async () => {
+      if (fail) throw new Error('down')
+      return 'ok'
+    }, { dataPath })
+    await queue.addBulk(Array.from({ length: 8 }, (_, i) => ({ name: 'n', data: { n: i } })))
+    const failed = collect(worker, 'failed', 8)
+    await failed
+    // 5 in memory, 3 on disk only: every entry, with its history.
+    const entries = await queue.getDlq()
+    expect(entries.map((e) => e.job.data.n)).toEqual([7, 6, 5, 4, 3, 2, 1, 0])
+    expect(entries.every((e) => e.reason === 'max_attempts_exceeded' && e.attempts.length === 1)).toBe(true)
+    expect((await queue.getDlqStats()).total).toBe(8)
+    fail = false
+    const done = collect(worker, 'completed', 1)
+    expect(await queue.retryDlq(entries[7].job.id)).toBe(1)
+    await done
+    expect(await queue.getJobState(entries[7].job.id)).toBe('completed')
+    // maxEntries trims the file's rows as well as memory's.
+    await queue.setDlqConfig({ maxEntries: 3 })
+    expect((await queue.getDlq()).map((e) => e.job.data.n)).toEqual([7, 6, 5])
+    expect(await queue.getFailedCount()).toBe(3)
+    await worker.close()
+    await queue.close()
+  })
 })

@@ -102,7 +102,7 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             deps: None,
             stalled_counter: row.get::<_, i32>(at + 13).max(0) as u32,
             processed_by: text(14).map(|n| text::load(n).into_boxed_str()),
-            history: text(20),
+            history: text(20).map(text::load_history),
         },
     })
 }

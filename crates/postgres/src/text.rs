@@ -14,6 +14,8 @@
 
 use std::borrow::Cow;
 
+use ferroqueue_engine::domain::dlq::{history_json, parse_history};
+
 const MARK: char = '\u{1}';
 
 /// `s` as it is stored.
@@ -75,10 +77,35 @@ pub fn load_json_array(stored: String) -> String {
     }
 }
 
+/// A stored history (`domain/dlq.rs`: attempts whose `error` is a stored string) with each
+/// error as the string it stands for; a text without U+0001 is returned unchanged.
+pub fn load_history(stored: String) -> String {
+    if !stored.contains("\\u0001") {
+        return stored;
+    }
+    let mut history = parse_history(&stored);
+    for a in &mut history {
+        a.error = load(a.error.to_string()).into_boxed_str();
+    }
+    history_json(&history)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_history_reads_back_its_errors() {
+        let stored = format!(
+            r#"[{{"attempt":1,"startedAt":1,"failedAt":2,"error":{},"kind":"error","final":true}}]"#,
+            serde_json::to_string(&store("nul \0 here")).expect("JSON")
+        );
+        let history = parse_history(&load_history(stored));
+        assert_eq!(&*history[0].error, "nul \0 here");
+        let plain = r#"[{"attempt":1,"startedAt":1,"failedAt":2,"error":"e","kind":"error"}]"#;
+        assert_eq!(load_history(plain.to_string()), plain);
+    }
 
     #[test]
     fn ordinary_text_is_stored_as_it_is() {

@@ -124,12 +124,17 @@ pub async fn maintain(b: &dyn Backend, q: &QueueRef, now: u64) -> Result<Upkeep>
     let config = b.dlq_config(q).wait().await?;
     let retry_first = config.auto_retry.then_some(config.auto_retry_interval);
     let mut up = Upkeep {
-        expired: b.clean(q, config.max_age, 0, FAILED).wait().await?.len(),
         horizon: retry_first.map_or(config.max_age, |r| r.min(config.max_age)),
         ..Upkeep::default()
     };
+    // Most queues have no failed job: one count, and nothing else to do.
     let total = b.counts(q, vec![FAILED]).wait().await?.first().copied();
-    let over = (total.unwrap_or(0) as u64).saturating_sub(config.max_entries);
+    if total.unwrap_or(0) == 0 {
+        return Ok(up);
+    }
+    up.expired = b.clean(q, config.max_age, 0, FAILED).wait().await?.len();
+    let total = total.unwrap_or(0).saturating_sub(up.expired);
+    let over = (total as u64).saturating_sub(config.max_entries);
     if over > 0 {
         let limit = usize::try_from(over).unwrap_or(usize::MAX);
         // Grace 1 ms: every entry but those failing this very millisecond.
