@@ -26,8 +26,8 @@ function startTimeout(worker, entry, ms) {
     entry.timer = undefined
     if (entry.done) return
     const e = timeoutError(ms)
-    if (entry.controller) entry.controller.abort(e)
     entry.timedOut = true // its history says so (the DLQ reason `timeout`)
+    if (entry.controller) entry.controller.abort(e)
     worker._fail(entry, e)
   }, ms)
 }

@@ -18,7 +18,7 @@ function optionsJson(opts, option) {
   const out = {}
   for (const [k, val] of Object.entries(o)) {
     if (val === undefined) continue
-    if (!['boolean', 'number', 'string'].includes(typeof val)) {
+    if (['bigint', 'function', 'symbol'].includes(typeof val)) {
       throw typeError(`${option}.${k}`, `must be a boolean, a number or a string, got ${v.describe(val)}`)
     }
     out[k] = val

@@ -251,6 +251,11 @@ pub trait Backend: Send + Sync + 'static {
     /// Moves up to `count` delayed jobs to waiting, earliest due first; answers how many.
     fn promote_jobs(&self, q: &QueueRef, count: usize) -> Reply<usize>;
 
+    /// Moves the failed jobs `ids` back to waiting, their attempts counted from 0 again (a retry
+    /// from the DLQ); answers how many (an id that is not a failed job is skipped).
+    fn retry_failed(&self, q: &QueueRef, ids: Vec<String>) -> Reply<usize>;
+    /// Removes the oldest failed jobs beyond the DLQ's `maxEntries`; answers how many.
+    fn trim_dlq(&self, q: &QueueRef) -> Reply<usize>;
     /// The queue's DLQ settings (`domain/dlq.rs`; the defaults until set).
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig>;
     /// Replaces the queue's DLQ settings; a lower `max_entries` may apply at once.

@@ -20,6 +20,20 @@ use crate::jobs::{after_ms, ms, FINISHED_COLUMNS, NOW_MS};
 use crate::record::id_expr;
 use crate::text;
 
+/// The SQL of the history of a job row (`p`: its alias with the dot) with one attempt more
+/// (`fields`: the `jsonb_build_object` arguments), as `domain/dlq.rs` keeps it: at most
+/// [`HISTORY_LIMIT`] attempts, the final ones first, then the newest others.
+pub(crate) fn history_appended(p: &str, fields: &str) -> String {
+    format!(
+        "(SELECT jsonb_agg(x ORDER BY n)::text FROM (
+            SELECT x, n FROM jsonb_array_elements(
+                COALESCE({p}history, '[]')::jsonb || jsonb_build_array(jsonb_build_object({fields}))
+            ) WITH ORDINALITY AS e(x, n)
+            ORDER BY COALESCE((x ->> 'final') = 'true', false) DESC, n DESC
+            LIMIT {HISTORY_LIMIT}) kept)"
+    )
+}
+
 /// A completion to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
@@ -116,17 +130,15 @@ impl AckStatements {
                         COALESCE(j.stacktrace, '[]')::jsonb || jsonb_build_array(a.stack)
                     ) WITH ORDINALITY AS e(x, n)
                     ORDER BY n DESC LIMIT 10) newest) END";
-        // Both append the attempt to the job's history (`domain/dlq.rs`), keeping the newest
-        // 100; `final` marks a failure that no retry follows.
-        let history = format!(
-            "(SELECT jsonb_agg(x ORDER BY n)::text FROM (
-                SELECT x, n FROM jsonb_array_elements(
-                    COALESCE(j.history, '[]')::jsonb || jsonb_build_array(jsonb_build_object(
-                        'attempt', j.attempts_made + 1, 'startedAt', COALESCE(j.processed_on, 0),
-                        'failedAt', {NOW_MS}, 'error', a.reason, 'kind', a.kind,
-                        'final', a.retry_in IS NULL))
-                ) WITH ORDINALITY AS e(x, n)
-                ORDER BY n DESC LIMIT {HISTORY_LIMIT}) newest)"
+        // Both append the attempt to the job's history (`domain/dlq.rs`); `final` marks a
+        // failure that no retry follows.
+        let history = history_appended(
+            "j.",
+            &format!(
+                "'attempt', j.attempts_made + 1, 'startedAt', COALESCE(j.processed_on, 0),
+                 'failedAt', {NOW_MS}, 'error', a.reason, 'kind', a.kind,
+                 'final', a.retry_in IS NULL"
+            ),
         );
         let fail = prep(format!(
             "WITH a AS (

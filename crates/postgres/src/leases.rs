@@ -9,6 +9,7 @@
 use ferroqueue_engine::EngineError;
 use tokio_postgres::{Client, Statement};
 
+use crate::acks::history_appended;
 use crate::connect::{prepare, Target};
 use crate::jobs::{FINISHED_COLUMNS, NOW_MS};
 
@@ -61,6 +62,15 @@ impl LeaseStatements {
         // often move to `finished` as failed, the others go back to the head of waiting (a fresh
         // negative order from their queue, as recovery does in the embedded engine and BullMQ's
         // stalled check does).
+        // Those failed get a final attempt in their history (`domain/dlq.rs`).
+        let history = history_appended(
+            "",
+            &format!(
+                "'attempt', attempts_made + 1, 'startedAt', COALESCE(processed_on, 0),
+                 'failedAt', {NOW_MS}, 'error', '{STALLED_TOO_OFTEN}', 'kind', 'stalled',
+                 'final', true"
+            ),
+        );
         let sweep = prep(format!(
             "WITH expired AS (
                 SELECT ctid AS row, queue, key, stalled_counter + 1 > $2 AS too_often,
@@ -80,11 +90,7 @@ impl LeaseStatements {
                 SELECT queue, key, custom_id, name, data, opts, 5, priority, delay, timestamp,
                        processed_on, {NOW_MS}, attempts_made + 1, attempts_started,
                        stalled_counter + 1, progress, NULL, '{STALLED_TOO_OFTEN}', stacktrace, logs,
-                       processed_by,
-                       (COALESCE(history, '[]')::jsonb || jsonb_build_array(jsonb_build_object(
-                           'attempt', attempts_made + 1, 'startedAt', COALESCE(processed_on, 0),
-                           'failedAt', {NOW_MS}, 'error', '{STALLED_TOO_OFTEN}',
-                           'kind', 'stalled', 'final', true)))::text
+                       processed_by, {history}
                 FROM failed
                 RETURNING queue, key, COALESCE(custom_id, key::text) AS id, opts
             ), back AS (

@@ -34,6 +34,9 @@ fn columns(p: &str, finished_on: &str) -> String {
 /// How many columns [`job_of`] reads (`history` last).
 pub(crate) const COLUMNS: usize = 21;
 
+/// Where `logs` is among them.
+pub(crate) const LOGS_COLUMN: usize = 19;
+
 /// A state as the `state` column holds it (the SQLite file's numbers).
 pub fn state_of(n: i16) -> JobState {
     match n {
@@ -97,7 +100,7 @@ pub fn job_of(row: &Row, at: usize) -> Job {
             returnvalue: boxed(16),
             failed_reason: text(17).map(|r| text::load(r).into_boxed_str()),
             stacktrace: text(18).map(text::load_json_array),
-            logs: text(19).map(text::load_json_array),
+            logs: text(LOGS_COLUMN).map(text::load_json_array),
             // A parent's dependencies are read from the deps table when asked (`flows.rs`).
             deps: None,
             stalled_counter: row.get::<_, i32>(at + 13).max(0) as u32,

@@ -11,28 +11,27 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::backend::{Backend, JobChange, Page, QueueRef};
+use crate::backend::{Backend, Page, QueueRef};
 use crate::clock::Clock;
 use crate::domain::dlq::DlqConfig;
-use crate::domain::dlq_view::{self, DlqFilter, Entry};
+use crate::domain::dlq_view::{self, DlqFilter};
 use crate::domain::job::JobState;
 use crate::domain::listing::StateFilter;
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 
 /// The longest the keeper waits between two passes over a queue (the spec's 60 s).
 pub const KEEPER_PERIOD: u64 = 60_000;
 
 const FAILED: StateFilter = StateFilter::State(JobState::Failed);
 
-/// Every entry of the queue's DLQ, newest first.
-async fn all_entries(b: &dyn Backend, q: &QueueRef, config: &DlqConfig) -> Result<Vec<Entry>> {
+/// Every failed job's record, newest first (a JSON array).
+async fn failed_records(b: &dyn Backend, q: &QueueRef) -> Result<String> {
     let page = Page {
         start: 0,
         end: -1,
         asc: false,
     };
-    let records = b.jobs(q, vec![FAILED], page).wait().await?;
-    dlq_view::entries_of(&records, config)
+    b.jobs(q, vec![FAILED], page).wait().await
 }
 
 /// `getDlq(filter)`: the selected entries as a JSON array.
@@ -43,42 +42,34 @@ pub async fn entries(
     now: u64,
 ) -> Result<String> {
     let config = b.dlq_config(q).wait().await?;
-    let all = all_entries(b, q, &config).await?;
+    let records = failed_records(b, q).await?;
+    let all = dlq_view::entries_of(&records, &config)?;
     Ok(dlq_view::entries_json(&dlq_view::select(&all, filter, now)))
 }
 
 /// `getDlqStats()` as JSON.
 pub async fn stats(b: &dyn Backend, q: &QueueRef) -> Result<String> {
     let config = b.dlq_config(q).wait().await?;
-    Ok(dlq_view::stats_json(&all_entries(b, q, &config).await?))
+    let records = failed_records(b, q).await?;
+    Ok(dlq_view::stats_json(&dlq_view::entries_of(
+        &records, &config,
+    )?))
 }
 
 /// Retries the entries `filter` selects, each with its attempts counted again from 0; answers
 /// how many went back. An entry that left the DLQ meanwhile is skipped.
 pub async fn retry(b: &dyn Backend, q: &QueueRef, filter: &DlqFilter, now: u64) -> Result<usize> {
     let config = b.dlq_config(q).wait().await?;
-    let all = all_entries(b, q, &config).await?;
+    let records = failed_records(b, q).await?;
+    let all = dlq_view::entries_of(&records, &config)?;
     let ids: Vec<String> = dlq_view::select(&all, filter, now)
         .into_iter()
         .map(|e| e.id.clone())
         .collect();
-    retry_ids(b, q, &ids).await
-}
-
-async fn retry_ids(b: &dyn Backend, q: &QueueRef, ids: &[String]) -> Result<usize> {
-    let mut n = 0;
-    for id in ids {
-        let change = JobChange::Retry {
-            from: JobState::Failed,
-            reset_attempts: true,
-        };
-        match b.change(q, id, change).wait().await {
-            Ok(_) => n += 1,
-            Err(EngineError::JobNotFound(_) | EngineError::InvalidState { .. }) => {}
-            Err(e) => return Err(e),
-        }
+    if ids.is_empty() {
+        return Ok(0);
     }
-    Ok(n)
+    b.retry_failed(q, ids).wait().await
 }
 
 /// `purgeDlq()`: removes every entry that entered before the call; answers how many.
@@ -133,17 +124,13 @@ pub async fn maintain(b: &dyn Backend, q: &QueueRef, now: u64) -> Result<Upkeep>
         return Ok(up);
     }
     up.expired = b.clean(q, config.max_age, 0, FAILED).wait().await?.len();
-    let total = total.unwrap_or(0).saturating_sub(up.expired);
-    let over = (total as u64).saturating_sub(config.max_entries);
-    if over > 0 {
-        let limit = usize::try_from(over).unwrap_or(usize::MAX);
-        // Grace 1 ms: every entry but those failing this very millisecond.
-        up.evicted = b.clean(q, 1, limit, FAILED).wait().await?.len();
-    }
+    up.evicted = b.trim_dlq(q).wait().await?;
     if config.auto_retry {
-        let all = all_entries(b, q, &config).await?;
-        let (due, next) = dlq_view::due_retries(&all, now);
-        up.retried = retry_ids(b, q, &due).await?;
+        let records = failed_records(b, q).await?;
+        let (due, next) = dlq_view::due_retries(&dlq_view::entries_of(&records, &config)?, now);
+        if !due.is_empty() {
+            up.retried = b.retry_failed(q, due).wait().await?;
+        }
         up.next_due = next;
     }
     let oldest = Page {
@@ -153,7 +140,9 @@ pub async fn maintain(b: &dyn Backend, q: &QueueRef, now: u64) -> Result<Upkeep>
     };
     let records = b.jobs(q, vec![FAILED], oldest).wait().await?;
     if let Some(e) = dlq_view::entries_of(&records, &config)?.first() {
-        up.next_due = Some(up.next_due.map_or(e.expires_at, |n| n.min(e.expires_at)));
+        // `clean` takes what finished strictly before `now - maxAge`.
+        let gone = e.expires_at.saturating_add(1);
+        up.next_due = Some(up.next_due.map_or(gone, |n| n.min(gone)));
     }
     Ok(up)
 }
@@ -175,6 +164,9 @@ struct Due {
     at: u64,
     /// The shortest of `maxAge` and, with automatic retries, their first interval.
     horizon: u64,
+    /// Moved earlier by [`DlqKeeper::nudge`] or [`DlqKeeper::failed`] since its pass began:
+    /// the pass's own answer may not put it later.
+    moved: bool,
 }
 
 impl DlqKeeper {
@@ -189,7 +181,10 @@ impl DlqKeeper {
 
     /// Makes queue `key` due now (its settings changed) and wakes the keeper.
     pub fn nudge(&self, key: u32) {
-        self.due.lock().remove(&key);
+        if let Some(d) = self.due.lock().get_mut(&key) {
+            d.at = 0;
+            d.moved = true;
+        }
         self.wake.notify_one();
     }
 
@@ -203,7 +198,10 @@ impl DlqKeeper {
             Some(d) => {
                 let by = now.saturating_add(d.horizon).saturating_add(1);
                 let earlier = by < d.at;
-                d.at = d.at.min(by);
+                if earlier {
+                    d.at = by;
+                    d.moved = true;
+                }
                 earlier
             }
             None => true,
@@ -223,7 +221,16 @@ impl DlqKeeper {
             if b.is_closed() {
                 continue;
             }
-            let due = self.due.lock().get(key).map_or(0, |d| d.at);
+            let due = {
+                let mut all = self.due.lock();
+                let d = all.entry(*key).or_insert(Due {
+                    at: 0,
+                    horizon: KEEPER_PERIOD,
+                    moved: false,
+                });
+                d.moved = false;
+                d.at
+            };
             let next = if due <= now {
                 let later = now.saturating_add(KEEPER_PERIOD);
                 let (at, horizon) = match maintain(b.as_ref(), q, now).await {
@@ -233,8 +240,17 @@ impl DlqKeeper {
                     ),
                     Err(_) => (later, KEEPER_PERIOD),
                 };
-                self.due.lock().insert(*key, Due { at, horizon });
-                at
+                let mut all = self.due.lock();
+                let d = all.entry(*key).or_insert(Due {
+                    at,
+                    horizon,
+                    moved: false,
+                });
+                // A nudge or a failure during the pass keeps the earlier time it set.
+                d.at = if d.moved { d.at.min(at) } else { at };
+                d.horizon = horizon;
+                d.moved = false;
+                d.at
             } else {
                 due
             };

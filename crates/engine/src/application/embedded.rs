@@ -281,6 +281,32 @@ impl Backend for Engine {
         Reply::Now(Ok(Engine::remove_dedup_key(self, q, id, holder)))
     }
 
+    fn retry_failed(&self, q: &QueueRef, ids: Vec<String>) -> Reply<usize> {
+        // One job at a time, as `job.retry()` (an evicted one is read back from the file first):
+        // about 15 µs a job in memory.
+        let (e, q) = (self.clone(), q.clone());
+        Reply::later(async move {
+            let mut n = 0;
+            for id in ids {
+                let change = JobChange::Retry {
+                    from: JobState::Failed,
+                    reset_attempts: true,
+                };
+                match Backend::change(&e, &q, &id, change).wait().await {
+                    Ok(_) => n += 1,
+                    Err(EngineError::JobNotFound(_) | EngineError::InvalidState { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            Ok(n)
+        })
+    }
+
+    fn trim_dlq(&self, q: &QueueRef) -> Reply<usize> {
+        let n = self.with(q, |qs, now, _| qs.bound_dlq(now));
+        self.paced(n)
+    }
+
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {
         Reply::Now(Ok(self.read(q, |qs| qs.dlq_config()).unwrap_or_default()))
     }

@@ -66,12 +66,14 @@ pub struct Attempt {
     pub last: bool,
 }
 
-/// Appends `a` to a history, keeping the newest [`HISTORY_LIMIT`].
+/// Appends `a` to a history of at most [`HISTORY_LIMIT`] attempts. Over it, the oldest attempt
+/// that was not final goes: final ones count the job's returns from the DLQ (see
+/// [`retries_of`]), which bound its automatic retries.
 pub fn push_attempt(history: &mut Vec<Attempt>, a: Attempt) {
     history.push(a);
     if history.len() > HISTORY_LIMIT {
-        let over = history.len() - HISTORY_LIMIT;
-        history.drain(..over);
+        let oldest = history.iter().position(|a| !a.last).unwrap_or(0);
+        history.remove(oldest);
     }
 }
 
@@ -164,6 +166,9 @@ pub const DEFAULT_MAX_ENTRIES: u64 = 10_000;
 pub const DEFAULT_AUTO_RETRY_INTERVAL: u64 = 3_600_000;
 /// Automatic retries of one entry by default.
 pub const DEFAULT_MAX_AUTO_RETRIES: u32 = 3;
+/// Most automatic retries of one entry: a history keeps more final attempts than that, so their
+/// count never stops short (`push_attempt`).
+pub const MAX_AUTO_RETRIES: u32 = 50;
 /// Largest duration accepted (ms): JavaScript's safe integers.
 const MAX_MS: u64 = (1 << 53) - 1;
 
@@ -214,7 +219,7 @@ impl DlqConfig {
                 }
                 "autoRetryInterval" => c.auto_retry_interval = ms(&name, val, 1, MAX_MS)?,
                 "maxAutoRetries" => {
-                    c.max_auto_retries = ms(&name, val, 0, u64::from(u32::MAX))? as u32;
+                    c.max_auto_retries = ms(&name, val, 0, u64::from(MAX_AUTO_RETRIES))? as u32;
                 }
                 "maxAge" => c.max_age = ms(&name, val, 1, MAX_MS)?,
                 "maxEntries" => c.max_entries = ms(&name, val, 1, MAX_MS)?,
@@ -328,13 +333,18 @@ mod tests {
     }
 
     #[test]
-    fn a_history_keeps_its_newest_attempts_and_round_trips() {
+    fn a_history_keeps_its_final_and_newest_attempts_and_round_trips() {
         let mut h = Vec::new();
-        for n in 1..=(HISTORY_LIMIT as u32 + 5) {
-            push_attempt(&mut h, attempt(n, AttemptEnd::Error, false));
+        push_attempt(&mut h, attempt(1, AttemptEnd::Error, true));
+        for n in 2..=(HISTORY_LIMIT as u32 + 5) {
+            push_attempt(&mut h, attempt(n, AttemptEnd::Error, n % 40 == 0));
         }
         assert_eq!(h.len(), HISTORY_LIMIT);
-        assert_eq!(h[0].attempt, 6);
+        let finals: Vec<u32> = h.iter().filter(|a| a.last).map(|a| a.attempt).collect();
+        assert_eq!(finals, [1, 40, 80], "final attempts stay");
+        assert_eq!(retries_of(&h), 2);
+        assert_eq!(h[1].attempt, 7, "then the newest others");
+        assert_eq!(h.last().map(|a| a.attempt), Some(HISTORY_LIMIT as u32 + 5));
         let text = history_json(&h);
         assert!(text.contains(r#""kind":"error","final":false"#), "{text}");
         assert_eq!(parse_history(&text), h);

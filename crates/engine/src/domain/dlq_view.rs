@@ -3,9 +3,11 @@
 //! [`crate::Wire`]'s JSON, which carries `history`), so these views are computed once, here,
 //! for all of them.
 
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::dlq::{parse_history, retries_of, Attempt, DlqConfig, DlqReason};
+use super::dlq::{retries_of, Attempt, DlqConfig, DlqReason};
 use crate::error::{EngineError, Result};
 
 /// Which entries a DLQ call is about (`getDlq`, `retryDlqByFilter`).
@@ -80,7 +82,7 @@ impl DlqFilter {
         }
     }
 
-    fn matches(&self, e: &Entry, now: u64) -> bool {
+    fn matches(&self, e: &Entry<'_>, now: u64) -> bool {
         let age = now.saturating_sub(e.entered_at);
         self.reason.is_none_or(|r| r == e.reason)
             && self.older_than.is_none_or(|t| age >= t)
@@ -89,9 +91,23 @@ impl DlqFilter {
     }
 }
 
-/// One DLQ entry: a failed job and what its history says.
+/// What an entry reads from its job's record (every other field is skipped unparsed).
+#[derive(Deserialize)]
+struct Facts<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(rename = "finishedOn", default)]
+    finished_on: Option<u64>,
+    #[serde(rename = "failedReason", default, borrow)]
+    failed_reason: Option<&'a RawValue>,
+    #[serde(default)]
+    history: Vec<Attempt>,
+}
+
+/// One DLQ entry: a failed job (its record, borrowed from the records' text) and what its
+/// history says.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct Entry<'a> {
     pub id: String,
     pub reason: DlqReason,
     pub history: Vec<Attempt>,
@@ -99,73 +115,107 @@ pub struct Entry {
     pub expires_at: u64,
     pub next_retry_at: Option<u64>,
     pub retries: u32,
-    /// The job's record.
-    pub record: Value,
+    /// The job's record, as JSON text.
+    pub record: &'a RawValue,
+    error: Option<&'a RawValue>,
 }
 
-impl Entry {
-    fn of(record: Value, config: &DlqConfig) -> Entry {
-        let id = match &record["id"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+impl<'a> Entry<'a> {
+    fn of(record: &'a RawValue, config: &DlqConfig) -> Result<Entry<'a>> {
+        let facts: Facts<'a> = serde_json::from_str(record.get())
+            .map_err(|e| EngineError::Internal(format!("a failed job's record: {e}")))?;
+        let raw_id = facts.id.get();
+        let id = if raw_id.starts_with('"') {
+            serde_json::from_str::<String>(raw_id).unwrap_or_default()
+        } else {
+            raw_id.to_string()
         };
-        let history = match &record["history"] {
-            Value::Array(_) => parse_history(&record["history"].to_string()),
-            _ => Vec::new(),
-        };
-        let entered_at = record["finishedOn"].as_u64().unwrap_or(0);
-        let retries = retries_of(&history);
-        Entry {
+        let entered_at = facts.finished_on.unwrap_or(0);
+        let retries = retries_of(&facts.history);
+        Ok(Entry {
             id,
-            reason: DlqReason::of(&history),
+            reason: DlqReason::of(&facts.history),
             entered_at,
             expires_at: config.expires_at(entered_at),
             next_retry_at: config.next_retry_at(entered_at, retries),
             retries,
-            history,
+            history: facts.history,
             record,
-        }
-    }
-
-    /// The entry as `getDlq` answers it.
-    fn to_json(&self) -> Value {
-        let attempts: Vec<Value> = self
-            .history
-            .iter()
-            .map(|a| {
-                json!({
-                    "attempt": a.attempt,
-                    "startedAt": a.started_at,
-                    "failedAt": a.failed_at,
-                    "duration": a.failed_at.saturating_sub(a.started_at),
-                    "error": &*a.error,
-                    "kind": a.kind.as_str(),
-                    "final": a.last,
-                })
-            })
-            .collect();
-        json!({
-            "job": self.record,
-            "reason": self.reason.as_str(),
-            "error": self.record["failedReason"],
-            "attempts": attempts,
-            "enteredAt": self.entered_at,
-            "expiresAt": self.expires_at,
-            "nextRetryAt": self.next_retry_at,
-            "retries": self.retries,
+            error: facts.failed_reason,
         })
     }
 }
 
-/// The entries of a JSON array of failed job records (newest first, as they come).
-pub fn entries_of(records: &str, config: &DlqConfig) -> Result<Vec<Entry>> {
-    let list: Vec<Value> = serde_json::from_str(records)
+/// An attempt as `getDlq` answers it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttemptOut<'a> {
+    attempt: u32,
+    started_at: u64,
+    failed_at: u64,
+    duration: u64,
+    error: &'a str,
+    kind: &'static str,
+    #[serde(rename = "final")]
+    last: bool,
+}
+
+/// An entry as `getDlq` answers it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryOut<'a> {
+    job: &'a RawValue,
+    reason: &'static str,
+    error: Option<&'a RawValue>,
+    attempts: Vec<AttemptOut<'a>>,
+    entered_at: u64,
+    expires_at: u64,
+    next_retry_at: Option<u64>,
+    retries: u32,
+}
+
+impl Entry<'_> {
+    fn out(&self) -> EntryOut<'_> {
+        let attempts = self
+            .history
+            .iter()
+            .map(|a| AttemptOut {
+                attempt: a.attempt,
+                started_at: a.started_at,
+                failed_at: a.failed_at,
+                duration: a.failed_at.saturating_sub(a.started_at),
+                error: &a.error,
+                kind: a.kind.as_str(),
+                last: a.last,
+            })
+            .collect();
+        EntryOut {
+            job: self.record,
+            reason: self.reason.as_str(),
+            error: self.error,
+            attempts,
+            entered_at: self.entered_at,
+            expires_at: self.expires_at,
+            next_retry_at: self.next_retry_at,
+            retries: self.retries,
+        }
+    }
+}
+
+/// The entries of a JSON array of failed job records (newest first, as they come), borrowing
+/// the records from its text.
+pub fn entries_of<'a>(records: &'a str, config: &DlqConfig) -> Result<Vec<Entry<'a>>> {
+    let list: Vec<&'a RawValue> = serde_json::from_str(records)
         .map_err(|e| EngineError::Internal(format!("failed job records: {e}")))?;
-    Ok(list.into_iter().map(|r| Entry::of(r, config)).collect())
+    list.into_iter().map(|r| Entry::of(r, config)).collect()
 }
 
 /// The entries `filter` selects (its offset and limit applied), newest first.
-pub fn select<'a>(entries: &'a [Entry], filter: &DlqFilter, now: u64) -> Vec<&'a Entry> {
+pub fn select<'e, 'a>(
+    entries: &'e [Entry<'a>],
+    filter: &DlqFilter,
+    now: u64,
+) -> Vec<&'e Entry<'a>> {
     entries
         .iter()
         .filter(|e| filter.matches(e, now))
@@ -176,7 +226,8 @@ pub fn select<'a>(entries: &'a [Entry], filter: &DlqFilter, now: u64) -> Vec<&'a
 
 /// Selected entries as `getDlq` answers them: a JSON array.
 pub fn entries_json(selected: &[&Entry]) -> String {
-    Value::Array(selected.iter().map(|e| e.to_json()).collect()).to_string()
+    let out: Vec<EntryOut> = selected.iter().map(|e| e.out()).collect();
+    serde_json::to_string(&out).unwrap_or_else(|_| "[]".into())
 }
 
 /// `getDlqStats`: totals by reason, the oldest and newest entry, automatic retries pending.

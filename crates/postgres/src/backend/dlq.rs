@@ -37,10 +37,11 @@ pub(super) async fn set_config(s: &Shared, queue: &str, config: DlqConfig) -> Re
     Ok(())
 }
 
-/// Keeps the queue's failed jobs (its DLQ) within its `maxEntries`, dropping the oldest: run
-/// after acks that failed jobs for good. Its `maxAge` and automatic retries are kept by the DLQ
-/// keeper of each process that opened the queue.
-pub(super) async fn bound(s: &Shared, queue: &str) -> Result<()> {
+/// Keeps the queue's failed jobs (its DLQ) within its `maxEntries`, dropping the oldest; answers
+/// how many went. Run after acks that failed jobs for good (the walk to the cut is at most
+/// `maxEntries` index entries) and by the DLQ keeper. Its `maxAge` and automatic retries are
+/// kept by the DLQ keeper of each process that opened the queue.
+pub(super) async fn bound(s: &Shared, queue: &str) -> Result<usize> {
     let sch = s.target().schema();
     let sql = format!(
         "WITH lim AS (
@@ -60,12 +61,13 @@ pub(super) async fn bound(s: &Shared, queue: &str) -> Result<()> {
     );
     let default = DlqConfig::default().max_entries as i64;
     let c = s.pool.get().await?;
-    c.query(
-        s.target(),
-        "cannot bound the DLQ",
-        &sql,
-        &[&queue, &default],
-    )
-    .await?;
-    Ok(())
+    let rows = c
+        .query(
+            s.target(),
+            "cannot bound the DLQ",
+            &sql,
+            &[&queue, &default],
+        )
+        .await?;
+    Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)) as usize)
 }

@@ -362,6 +362,16 @@ impl Backend for PgBackend {
         self.run(move |s| async move { bulk::promote_jobs(&s, &q, count).await })
     }
 
+    fn retry_failed(&self, q: &QueueRef, ids: Vec<String>) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { bulk::retry_failed(&s, &q, &ids).await })
+    }
+
+    fn trim_dlq(&self, q: &QueueRef) -> Reply<usize> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { dlq::bound(&s, &q).await })
+    }
+
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { dlq::config(&s, &q).await })

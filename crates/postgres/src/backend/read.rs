@@ -9,7 +9,7 @@ use ferroqueue_engine::Result;
 use tokio_postgres::Row;
 
 use super::Shared;
-use crate::record::{finished_columns, hot_columns, job_of, state_number, COLUMNS};
+use crate::record::{finished_columns, hot_columns, job_of, state_number, LOGS_COLUMN};
 
 /// The key parameters of an id: an automatic id's key, or a custom id to look up (neither for an
 /// id with U+0000, which no job has: custom ids refuse it, and `text` could not be compared).
@@ -241,7 +241,7 @@ pub(super) async fn logs(
     let Some(row) = find(s, queue, id).await? else {
         return Ok((Vec::new(), 0));
     };
-    let text: Option<String> = row.get(COLUMNS - 1);
+    let text: Option<String> = row.get(LOGS_COLUMN);
     let mut rows: Vec<String> = text
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()

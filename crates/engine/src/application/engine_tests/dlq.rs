@@ -148,10 +148,10 @@ fn entries_expire_after_max_age() {
     clock.advance(600);
     take_and_fail(&e, &q, false, false);
     let up = run(dlq::maintain(&e, &q, e.now())).expect("a pass");
-    assert_eq!((up.expired, up.next_due), (0, Some(START + 1000)));
+    assert_eq!((up.expired, up.next_due), (0, Some(START + 1001)));
     clock.advance(401);
     let up = run(dlq::maintain(&e, &q, e.now())).expect("a pass");
-    assert_eq!((up.expired, up.next_due), (1, Some(START + 1600)));
+    assert_eq!((up.expired, up.next_due), (1, Some(START + 1601)));
     assert_eq!(entries(&e, &q, "{}").len(), 1);
 }
 
@@ -230,7 +230,7 @@ fn the_keeper_passes_when_entries_fall_due() {
     assert!(results.is_ok());
     keeper.nudge(1);
     let next = run(keeper.pass(&kept));
-    assert_eq!(next, START + 10 + 500, "the entry's expiry");
+    assert_eq!(next, START + 10 + 500 + 1, "just past the entry's expiry");
     clock.advance(501);
     run(keeper.pass(&kept));
     let c = run(e

@@ -194,7 +194,7 @@ impl QueueState {
                     });
                 }
                 self.retain(JobState::Failed, key, rule, now);
-                self.bound_dlq(key, now);
+                self.bound_dlq(now);
                 AckResult::Failed
             }
         }
@@ -227,14 +227,21 @@ impl QueueState {
     }
 
     /// Keeps the failed set (the DLQ) within the queue's `maxEntries`, dropping the oldest
-    /// (memory and file alike). Its `maxAge` and automatic retries are kept by the DLQ keeper
-    /// (`application/dlq.rs`).
-    pub(super) fn bound_dlq(&mut self, key: JobKey, now: u64) {
+    /// (memory and file alike); answers how many went. Its `maxAge` and automatic retries are
+    /// kept by the DLQ keeper (`application/dlq.rs`).
+    pub fn bound_dlq(&mut self, now: u64) -> usize {
+        let max = self.dlq.max_entries;
+        let total = self.failed.len() as u64 + self.evicted_count(JobState::Failed);
+        if total <= max {
+            return 0;
+        }
         let rule = KeepJobs::Bounded {
-            count: Some(self.dlq.max_entries),
+            count: Some(max),
             age_secs: None,
         };
-        self.retain(JobState::Failed, key, Some(rule), now);
+        // The key is only read by a rule of count 0, which `max_entries` (>= 1) never is.
+        self.retain(JobState::Failed, 0, Some(rule), now);
+        usize::try_from(total - max).unwrap_or(usize::MAX)
     }
 
     /// Applies a retention rule after job `key` entered the finished set of `state`: `true` (or a

@@ -291,9 +291,7 @@ impl QueueState {
     pub fn set_dlq_config(&mut self, config: DlqConfig, now: u64) {
         self.dlq = config;
         self.settings_changed |= self.jobs.persists();
-        if let Some((_, &key)) = self.failed.last_key_value() {
-            self.bound_dlq(key, now);
-        }
+        self.bound_dlq(now);
     }
 
     /// Takes what changed since the last call (nothing on an in-memory queue).

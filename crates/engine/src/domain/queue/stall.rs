@@ -63,7 +63,7 @@ impl QueueState {
                 if let Some(id) = dedup_id {
                     self.dedup_finished(&id, key);
                 }
-                self.bound_dlq(key, now);
+                self.bound_dlq(now);
             } else {
                 if !self.paused {
                     self.waiters.notify(1);
