@@ -365,7 +365,7 @@ export interface DlqConfig {
   /** Retry entries automatically (default false), after `autoRetryInterval` (default 1 h), doubled each time. */
   autoRetry: boolean
   autoRetryInterval: number
-  /** Automatic retries of one entry at most (default 3). */
+  /** Automatic retries of one entry at most (default 3, at most 50). */
   maxAutoRetries: number
   /** An entry leaves this long after it entered (default 7 days). */
   maxAge: number
