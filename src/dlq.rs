@@ -26,8 +26,16 @@ fn keeper() -> &'static Arc<DlqKeeper> {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build();
-                if let Ok(rt) = rt {
-                    rt.block_on(k.run(kept_queues));
+                let Ok(rt) = rt else { return };
+                // A panic of the keeper's own (each queue's pass is a task that keeps its own)
+                // must not end the process's maintenance: it starts again a second later.
+                loop {
+                    let k = k.clone();
+                    let run = std::panic::AssertUnwindSafe(|| rt.block_on(k.run(kept_queues)));
+                    if std::panic::catch_unwind(run).is_ok() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(1));
                 }
             });
         // Without a thread (the system refused one) queues still work; only the DLQ's

@@ -162,12 +162,29 @@ pub struct DlqKeeper {
 #[derive(Debug, Clone, Copy)]
 struct Due {
     at: u64,
-    /// The shortest of `maxAge` and, with automatic retries, their first interval.
+    /// The shortest of `maxAge` and, with automatic retries, their first interval (as its last
+    /// pass read them).
     horizon: u64,
-    /// Moved earlier by [`DlqKeeper::nudge`] or [`DlqKeeper::failed`] since its pass began:
-    /// the pass's own answer may not put it later.
-    moved: bool,
+    /// Nudged since its pass began: due again at once.
+    nudged: bool,
+    /// The last failure heard since its pass began: that pass may have counted before it.
+    failed_at: Option<u64>,
 }
+
+impl Due {
+    fn new() -> Due {
+        Due {
+            at: 0,
+            horizon: KEEPER_PERIOD,
+            nudged: false,
+            failed_at: None,
+        }
+    }
+}
+
+/// The longest one queue's pass may take before the keeper moves on (a call that hangs must not
+/// stop the others).
+const PASS_LIMIT: Duration = Duration::from_secs(30);
 
 impl DlqKeeper {
     /// A keeper reading time from `clock`.
@@ -181,31 +198,24 @@ impl DlqKeeper {
 
     /// Makes queue `key` due now (its settings changed) and wakes the keeper.
     pub fn nudge(&self, key: u32) {
-        if let Some(d) = self.due.lock().get_mut(&key) {
-            d.at = 0;
-            d.moved = true;
-        }
+        let mut due = self.due.lock();
+        let d = due.entry(key).or_insert_with(Due::new);
+        d.at = 0;
+        d.nudged = true;
+        drop(due);
         self.wake.notify_one();
     }
 
     /// Queue `key` has new entries: its next pass comes no later than the first can expire or
-    /// fall due for a retry. O(1); wakes the keeper only when that moves its pass earlier (or
-    /// the queue was never passed over: it is due now).
+    /// fall due for a retry. O(1); wakes the keeper only when that moves its pass earlier.
     pub fn failed(&self, key: u32) {
         let now = self.clock.now_ms();
         let mut due = self.due.lock();
-        let earlier = match due.get_mut(&key) {
-            Some(d) => {
-                let by = now.saturating_add(d.horizon).saturating_add(1);
-                let earlier = by < d.at;
-                if earlier {
-                    d.at = by;
-                    d.moved = true;
-                }
-                earlier
-            }
-            None => true,
-        };
+        let d = due.entry(key).or_insert_with(Due::new);
+        d.failed_at = Some(now);
+        let by = now.saturating_add(d.horizon).saturating_add(1);
+        let earlier = by < d.at;
+        d.at = d.at.min(by);
         drop(due);
         if earlier {
             self.wake.notify_one();
@@ -213,7 +223,8 @@ impl DlqKeeper {
     }
 
     /// One pass: maintains every queue of `queues` that is due; answers the earliest next due
-    /// instant among them. A queue whose pass fails is tried again a period later.
+    /// instant among them. A queue whose pass fails (or takes longer than [`PASS_LIMIT`]) is
+    /// tried again a period later; each runs as a task of its own, so a panic stays there.
     pub async fn pass(&self, queues: &[Kept]) -> u64 {
         let now = self.clock.now_ms();
         let mut earliest = now.saturating_add(KEEPER_PERIOD);
@@ -223,38 +234,39 @@ impl DlqKeeper {
             }
             let due = {
                 let mut all = self.due.lock();
-                let d = all.entry(*key).or_insert(Due {
-                    at: 0,
-                    horizon: KEEPER_PERIOD,
-                    moved: false,
-                });
-                d.moved = false;
+                let d = all.entry(*key).or_insert_with(Due::new);
+                if d.at <= now {
+                    d.nudged = false;
+                    d.failed_at = None;
+                }
                 d.at
             };
-            let next = if due <= now {
-                let later = now.saturating_add(KEEPER_PERIOD);
-                let (at, horizon) = match maintain(b.as_ref(), q, now).await {
-                    Ok(up) => (
-                        up.next_due.map_or(later, |d| d.clamp(now + 1, later)),
-                        up.horizon,
-                    ),
-                    Err(_) => (later, KEEPER_PERIOD),
-                };
-                let mut all = self.due.lock();
-                let d = all.entry(*key).or_insert(Due {
-                    at,
-                    horizon,
-                    moved: false,
-                });
-                // A nudge or a failure during the pass keeps the earlier time it set.
-                d.at = if d.moved { d.at.min(at) } else { at };
-                d.horizon = horizon;
-                d.moved = false;
-                d.at
+            if due > now {
+                earliest = earliest.min(due);
+                continue;
+            }
+            let later = now.saturating_add(KEEPER_PERIOD);
+            let (b, q) = (b.clone(), q.clone());
+            let task = tokio::spawn(async move { maintain(b.as_ref(), &q, now).await });
+            let (at, horizon) = match tokio::time::timeout(PASS_LIMIT, task).await {
+                Ok(Ok(Ok(up))) => (
+                    up.next_due.map_or(later, |d| d.clamp(now + 1, later)),
+                    up.horizon,
+                ),
+                _ => (later, KEEPER_PERIOD),
+            };
+            let mut all = self.due.lock();
+            let d = all.entry(*key).or_insert_with(Due::new);
+            d.horizon = horizon;
+            d.at = if d.nudged {
+                0
+            } else if let Some(t) = d.failed_at {
+                // A failure during the pass: its entry may be newer than what the pass read.
+                at.min(t.saturating_add(horizon).saturating_add(1))
             } else {
-                due
+                at
             };
-            earliest = earliest.min(next);
+            earliest = earliest.min(d.at);
         }
         earliest
     }
