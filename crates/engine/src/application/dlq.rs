@@ -207,14 +207,16 @@ impl DlqKeeper {
     }
 
     /// Queue `key` has new entries: its next pass comes no later than the first can expire or
-    /// fall due for a retry. O(1); wakes the keeper only when that moves its pass earlier.
+    /// fall due for a retry. O(1); wakes the keeper only when that moves its pass earlier (or
+    /// the queue was never passed over: it is due now).
     pub fn failed(&self, key: u32) {
         let now = self.clock.now_ms();
         let mut due = self.due.lock();
+        let fresh = !due.contains_key(&key);
         let d = due.entry(key).or_insert_with(Due::new);
         d.failed_at = Some(now);
         let by = now.saturating_add(d.horizon).saturating_add(1);
-        let earlier = by < d.at;
+        let earlier = fresh || by < d.at;
         d.at = d.at.min(by);
         drop(due);
         if earlier {

@@ -221,6 +221,12 @@ fn the_keeper_passes_when_entries_fall_due() {
     keeper.nudge(1);
     let next = run(keeper.pass(&kept));
     assert_eq!(next, START + KEEPER_PERIOD);
+    // A failure heard brings the queue's pass forward to when its entry can first expire.
+    keeper.failed(1);
+    assert_eq!(run(keeper.pass(&kept)), START + 501);
+    // One of a queue whose entries live 7 days changes nothing sooner.
+    keeper.failed(2);
+    assert_eq!(run(keeper.pass(&kept)), START + 501);
     clock.advance(10);
     let (_, json) = engine_take(&e, &q);
     let (id, token) = taken(&json).pop().expect("a job");
