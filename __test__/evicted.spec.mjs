@@ -138,8 +138,8 @@ describe('finished jobs beyond the in-memory bound', () => {
       if (fail) throw new Error('down')
       return 'ok'
     }, { dataPath })
-    await queue.addBulk(Array.from({ length: 8 }, (_, i) => ({ name: 'n', data: { n: i } })))
     const failed = collect(worker, 'failed', 8)
+    await queue.addBulk(Array.from({ length: 8 }, (_, i) => ({ name: 'n', data: { n: i } })))
     await failed
     // 5 in memory, 3 on disk only: every entry, with its history.
     const entries = await queue.getDlq()
