@@ -36,9 +36,12 @@ describe('job timeout', () => {
     await queue.add('hangs', {}, { timeout: 50 })
     await queue.add('next', {})
     const worker = mkWorker(queue.name, (job) => (job.name === 'hangs' ? hang.p : 'done'), { concurrency: 1 })
-    const [failed] = await once(worker, 'failed')
+    // Both listen from the start: the two outcomes may be answered in one batch of acks.
+    const failing = once(worker, 'failed')
+    const completing = once(worker, 'completed')
+    const [failed] = await failing
     expect(failed.failedReason).toBe('timeout')
-    const [next, value] = await once(worker, 'completed')
+    const [next, value] = await completing
     expect([next.name, value]).toEqual(['next', 'done'])
     hang.open('late')
   })
