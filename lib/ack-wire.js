@@ -13,12 +13,14 @@ function completedText(entry, value, keep) {
 
 /**
  * A failed attempt; `delay`: the wait before a retry as a custom backoff decided it. An entry
- * whose `timeout` ran out says so (`entry.timedOut`, cancel.js).
+ * whose `timeout` ran out says so (`entry.timedOut`, cancel.js), and one whose thread or child
+ * process died (`entry.lost`, sandbox/).
  */
 function failedText(entry, reason, stack, unrecoverable, keep, delay) {
   const wait = delay === undefined ? '' : `,"delay":${delay}`
   const timedOut = entry.timedOut === true ? ',"timeout":true' : ''
-  return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${timedOut}${wait}${keep}}`
+  const lost = entry.lost === true ? ',"lost":true' : ''
+  return `{"id":${JSON.stringify(entry.id)},"token":${entry.token},"ok":false,"reason":${JSON.stringify(reason)},"stack":${JSON.stringify(stack)},"unrecoverable":${unrecoverable}${timedOut}${lost}${wait}${keep}}`
 }
 
 /** A job given back to waiting, no attempt spent; `unstarted`: its processor never ran. */

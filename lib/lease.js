@@ -30,8 +30,15 @@ function leaseOptions(o) {
   return { lockDuration, lockRenewTime, stalledInterval, maxStalledCount, skipStalledCheck: o.skipStalledCheck === true }
 }
 
-/** Opens the native lease holder of a Worker (on its queue handle). */
+/**
+ * Opens the native lease holder of a Worker (on its queue handle). A Worker in a worker thread
+ * of a threaded Worker (sandbox/thread-main.js) uses the holder its parent opened for that
+ * thread instead (its class's `attachedHolder`): the parent outlives the thread, and settles the
+ * thread's jobs if it dies.
+ */
 function openLease(worker, terms) {
+  const attached = worker.constructor.attachedHolder
+  if (attached !== undefined) return { id: attached, release: () => 0 }
   try {
     return binding.openLeaseHolder(worker._h, terms)
   } catch (e) {
@@ -55,7 +62,7 @@ function hearQueueEvents(worker) {
       _deliver(name, payload) {
         try {
           if (name === 'stalled') worker.emit('stalled', payload.jobId, 'active')
-          else if (!HEARD.includes(name) || payload.holder !== worker._holder) return
+          else if (!HEARD.includes(name) || !worker._ownsHolder(payload.holder)) return
           else if (name === 'locksRenewed') worker.emit(name, { count: payload.jobIds.length, jobIds: payload.jobIds })
           else worker.emit(name, payload.jobIds)
         } catch (err) {

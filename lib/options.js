@@ -36,6 +36,10 @@ const CLASSES = {
       'maxStalledCount',
       'skipStalledCheck',
       'name',
+      'useWorkerThreads',
+      'threads',
+      'workerThreadsOptions',
+      'workerForkOptions',
     ],
     unsupported: [
       ...REDIS_ONLY,
@@ -44,9 +48,6 @@ const CLASSES = {
       'maxStartedAttempts',
       'skipLockRenewal',
       'runRetryDelay',
-      'useWorkerThreads',
-      'workerThreadsOptions',
-      'workerForkOptions',
     ],
   },
   FlowProducer: {

@@ -19,24 +19,33 @@ const { flushAcks } = require('./worker-acks')
 const { leaseOptions, openLease, hearQueueEvents, reportRecoveredStalls, holdWhileRunning, closeLease } = require('./lease')
 const { getNextJob, extendJobLocks, forgetWorker } = require('./manual')
 const { pullLoop } = require('./worker-loop')
-
-let nextPuller = 1
+const { isProcessorFile, processorPath } = require('./sandbox/processor-file')
+const { sandboxOptions, isWorkerLost } = require('./sandbox/sandbox-options')
 
 class Worker extends QueueHandle {
   /**
    * @param {string} name queue name
-   * @param {(job, token, signal) => Promise<any>} processor
+   * @param {((job, token, signal) => Promise<any>) | string | URL} processor a function, or a
+   *   file whose default export is one (run in child processes, or worker threads with
+   *   `useWorkerThreads`: sandbox/)
    * @param {{ concurrency?: number, autorun?: boolean, drainDelay?: number,
    *           removeOnComplete?: any, removeOnFail?: any, prefix?: string,
    *           settings?: { backoffStrategy?: Function } }} [opts]
    */
   constructor(name, processor, opts) {
+    const file = isProcessorFile(processor) ? processorPath(processor) : null
     // null or undefined: manual processing (getNextJob), as in BullMQ.
-    if (processor != null && typeof processor !== 'function') {
-      throw typeError('processor', `must be a function (or null for manual processing with getNextJob), got ${v.describe(processor)}`)
+    if (file === null && processor != null && typeof processor !== 'function') {
+      throw typeError('processor', `must be a function, a file path or URL (or null for manual processing with getNextJob), got ${v.describe(processor)}`)
     }
-    let keep, lease
+    // Worker threads pull on their own: a Worker of its own kind (sandbox/threaded-worker.js).
+    if (file !== null && new.target === Worker && wantsThreads(opts)) {
+      const { ThreadedWorker } = require('./sandbox/threaded-worker')
+      return new ThreadedWorker(name, file, opts)
+    }
+    let keep, lease, sandbox
     super('Worker', name, opts, (o) => {
+      sandbox = sandboxOptions(o, file)
       v.concurrency(o.concurrency ?? 1)
       if (o.prefetch !== undefined) v.prefetch(o.prefetch)
       v.limiter(o.limiter)
@@ -51,7 +60,9 @@ class Worker extends QueueHandle {
       if (o.name !== undefined) v.name('name', o.name, '(worker name) ')
     })
     const o = this.opts
-    const concurrency = o.concurrency ?? 1
+    // Child processes: this Worker pulls for them, `concurrency` jobs for each (sandbox/).
+    this._copies = sandbox.children
+    const concurrency = (o.concurrency ?? 1) * this._copies
     const drainDelay = o.drainDelay ?? 5
     this._concurrency = concurrency
     this._prefetch = new Prefetch(o.prefetch, this._engine.shared)
@@ -65,6 +76,13 @@ class Worker extends QueueHandle {
       throw e
     }
     this._holder = this._lease.id
+    this._file = file
+    this._children = null
+    if (file !== null && !sandbox.threads) {
+      const { ChildPool } = require('./sandbox/child-pool')
+      this._children = new ChildPool(this, file, sandbox)
+      processor = this._children.processor
+    }
     this._queueListener = null
     hearQueueEvents(this)
     /** Claimed jobs (records) not started yet: they start as slots free, in claim order. */
@@ -82,7 +100,7 @@ class Worker extends QueueHandle {
     this._pullTimeout = Math.round(drainDelay * 1000)
     this._keepDone = keep.done
     this._keepFail = keep.fail
-    this._puller = nextPuller++ // single-use once cancelled: see _cancelPulls
+    this._puller = binding.newPuller(this._holder) // single-use once cancelled: see _cancelPulls
     this._active = new Map()
     // Jobs whose processor still runs. A slot frees when the processor is done, not when its
     // ack is answered: the next claim then goes with the ack (one round trip for both on
@@ -115,12 +133,12 @@ class Worker extends QueueHandle {
 
   /** Jobs run at once (BullMQ's `concurrency`); setting it checks the value and takes effect at once. */
   get concurrency() {
-    return this._concurrency
+    return this._concurrency / this._copies
   }
 
   set concurrency(n) {
     v.concurrency(n)
-    this._concurrency = n
+    this._concurrency = n * this._copies
     this._wakeUp()
   }
 
@@ -174,7 +192,8 @@ class Worker extends QueueHandle {
     this._running = true
     reportRecoveredStalls(this)
     const keepAlive = holdWhileRunning(this)
-    this._runPromise = this._loop().finally(() => {
+    const loop = this._children ? this._children.start().then(() => this._loop()) : this._loop()
+    this._runPromise = loop.finally(() => {
       clearInterval(keepAlive)
       this._running = false
     })
@@ -318,6 +337,7 @@ class Worker extends QueueHandle {
       return
     }
     const f = failureOf(thrown)
+    if (isWorkerLost(thrown)) entry.lost = true
     entry.error = f.error
     entry.reason = f.reason
     if (entry.backoff !== null && !f.unrecoverable && entry.attemptsMade + 1 < entry.attempts) {
@@ -377,7 +397,12 @@ class Worker extends QueueHandle {
     } catch (e) {
       this._emitError(fromBinding(e))
     }
-    this._puller = nextPuller++
+    this._puller = binding.newPuller(this._holder)
+  }
+
+  /** Whether jobs taken for lease holder `id` are this Worker's (its threads' too: sandbox/). */
+  _ownsHolder(id) {
+    return id === this._holder
   }
 
   /** Called by Job#updateProgress for jobs of this worker. */
@@ -450,8 +475,9 @@ class Worker extends QueueHandle {
       } else {
         await this._whenIdle()
       }
-      if (this._runPromise) await this._runPromise
+      if (this._runPromise) await this._runPromise.catch(() => {})
       if (!force) await this._whenIdle()
+      if (this._children) await this._children.close(force)
       while (this._emitting.size) await Promise.all([...this._emitting])
       while (this._releasing.size) await Promise.all([...this._releasing])
       forgetWorker(this)
@@ -491,6 +517,15 @@ class Worker extends QueueHandle {
 
   /** Resolves once the worker can be used (at once). */
   async waitUntilReady() {}
+}
+
+/** Whether a Worker's options ask for worker threads (read once, as the constructor checks them). */
+function wantsThreads(opts) {
+  try {
+    return opts !== null && typeof opts === 'object' && opts.useWorkerThreads === true
+  } catch {
+    return false
+  }
 }
 
 module.exports = { Worker }

@@ -4,17 +4,77 @@
 //! garbage-collected, or its worker thread is terminated (napi finalizes the object then), the
 //! backend lets go of it and the jobs it still held stall.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use ferroqueue_engine::domain::lease::LeaseTerms;
 use napi::Env;
 use napi_derive::napi;
 
 use crate::errors::run;
-use crate::registry::{queue_of, Shared};
+use crate::registry::{queue_of, with_queue, Shared};
 
 /// Holder ids: unique in the process, 0 is "none".
 static NEXT_HOLDER: AtomicU32 = AtomicU32::new(1);
+
+/// Puller ids (the long-poll pulls a Worker cancels): unique in the process, across threads.
+static NEXT_PULLER: AtomicU32 = AtomicU32::new(1);
+
+/// The latest puller id of each lease holder, so that a Worker can end the pull of a thread
+/// that processed for one of its holders and died ([`cancel_holder_pulls`]).
+fn pullers() -> &'static Mutex<HashMap<u32, u32>> {
+    static P: OnceLock<Mutex<HashMap<u32, u32>>> = OnceLock::new();
+    P.get_or_init(Mutex::default)
+}
+
+/// A new puller id for a Worker that pulls for lease holder `holder` (0: none). A cancelled
+/// puller id is not used again, so a Worker takes a new one after each cancel.
+#[napi]
+pub fn new_puller(holder: u32) -> u32 {
+    let id = NEXT_PULLER.fetch_add(1, Ordering::Relaxed);
+    if holder != 0 {
+        pullers().lock().insert(holder, id);
+    }
+    id
+}
+
+/// Ends the pending pull (or the next one) of the Worker that pulls for `holder` on queue
+/// handle `h`: its thread is gone, and its pull must not take jobs.
+#[napi(catch_unwind)]
+pub fn cancel_holder_pulls(env: &Env, h: u32, holder: u32) -> napi::Result<()> {
+    run(env, || {
+        let Some(puller) = pullers().lock().remove(&holder) else {
+            return Ok(());
+        };
+        with_queue(h, |b, q| b.cancel_pulls(q, puller))?
+    })
+}
+
+/// A job a lease holder holds.
+#[napi(object)]
+pub struct HeldJob {
+    pub id: String,
+    pub token: f64,
+}
+
+/// The active jobs of queue handle `h` that lease holder `holder` holds, earliest first.
+#[napi(catch_unwind)]
+pub fn held_jobs(env: &Env, h: u32, holder: u32) -> napi::Result<Vec<HeldJob>> {
+    run(env, || {
+        with_queue(h, |b, q| {
+            b.held(q, holder)
+                .into_iter()
+                .map(|(id, token)| HeldJob {
+                    id,
+                    token: token as f64,
+                })
+                .collect()
+        })
+    })
+}
 
 /// A Worker's lease options (BullMQ's names), checked by the engine.
 #[napi(object)]
@@ -74,6 +134,7 @@ impl LeaseHolder {
 
 impl LeaseHolder {
     fn let_go(&mut self) -> usize {
+        pullers().lock().remove(&self.id);
         match self.backend.take() {
             Some(b) if !b.is_closed() => b.let_go(self.id),
             _ => 0,

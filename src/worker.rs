@@ -189,6 +189,9 @@ struct WireAck<'a> {
     /// The attempt failed because the job's `timeout` ran out.
     #[serde(default)]
     timeout: bool,
+    /// The attempt failed because its worker thread or child process died.
+    #[serde(default)]
+    lost: bool,
     /// The wait before a retry, computed by the worker's `settings.backoffStrategy`.
     delay: Option<f64>,
     /// A step: delayed until this time (ms since the epoch).
@@ -200,7 +203,7 @@ struct WireAck<'a> {
 }
 
 /// Finishes activations. `acks` is a JSON array of `{id, token, ok, value?, reason?, stack?,
-/// unrecoverable?, timeout?, delay?, keep?}`, `{id, token, release: true, unstarted?}`, or a step:
+/// unrecoverable?, timeout?, lost?, delay?, keep?}`, `{id, token, release: true, unstarted?}`, or a step:
 /// `{id, token, delayUntil}` / `{id, token, waitChildren: true}`. Returns one [`AckOutcome`]
 /// per ack, in order.
 #[napi(
@@ -263,6 +266,7 @@ fn ack_all(h: u32, acks: &str) -> Result<Reply<Vec<AckResult>>, EngineError> {
                 stack: a.stack.map(Into::into),
                 unrecoverable: a.unrecoverable,
                 timed_out: a.timeout,
+                lost: a.lost,
                 delay: a.delay.map(|d| ms("delay", d)).transpose()?,
             }
         };

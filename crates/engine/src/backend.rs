@@ -186,6 +186,9 @@ pub trait Backend: Send + Sync + 'static {
     /// still holds stall, at once where the backend knows its holders (the embedded engine) or
     /// when their leases expire (PostgreSQL). Answers how many stalled now.
     fn let_go(&self, holder: u32) -> usize;
+    /// The active jobs of a queue that holder `holder` (of this process) holds, as `(id,
+    /// token)`: what a Worker must settle when the thread that processed for that holder died.
+    fn held(&self, q: &QueueRef, holder: u32) -> Vec<(String, u64)>;
     /// Extends the lease of job `id`, active under `token`, to `ms` from now where leases have a
     /// length (PostgreSQL); answers whether the job is still active under that token.
     fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, ms: u64) -> Reply<bool>;

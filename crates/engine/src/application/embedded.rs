@@ -182,6 +182,10 @@ impl Backend for Engine {
         Engine::let_go(self, holder)
     }
 
+    fn held(&self, q: &QueueRef, holder: u32) -> Vec<(String, u64)> {
+        Engine::held(self, q, holder)
+    }
+
     fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, _ms: u64) -> Reply<bool> {
         Reply::Now(Ok(Engine::holds_lock(self, q, id, token)))
     }

@@ -22,6 +22,19 @@ impl Engine {
         self.read(q, |qs| qs.holds_lock(id, token)).unwrap_or(false)
     }
 
+    /// The jobs of a queue that holder `holder` holds, as `(id, token)`.
+    pub fn held(&self, q: &QueueRef, holder: u32) -> Vec<(String, u64)> {
+        self.read(q, |qs| qs.held_by(holder)).unwrap_or_default()
+    }
+
+    /// Whether jobs may be taken for `holder`: none (0) or one that lives. A holder let go takes
+    /// nothing more, so a pull still pending for it (its thread gone) cannot activate jobs that
+    /// nobody would process or stall. Called under the queue's shard lock, so that
+    /// [`Engine::let_go`] either finds the jobs taken or refuses the take.
+    pub(super) fn may_take(&self, holder: u32) -> bool {
+        holder == 0 || self.inner.holders.lock().contains_key(&holder)
+    }
+
     /// Holder `holder` is gone: the jobs it still holds stall, in every queue (as its terms'
     /// `max_stalled` says). Answers how many. O(queues + active jobs); a holder that was never
     /// registered, or already let go, stalls nothing.

@@ -16,9 +16,13 @@ impl Engine {
         let wire = &*self.inner.wire;
         self.with(q, |qs, now, fx| {
             let mut out = String::from("[");
-            let n = qs.take_limited(max, worker, now, fx, |job| {
-                wire::push_record(wire, job, true, &mut out)
-            });
+            let n = if self.may_take(worker.holder) {
+                qs.take_limited(max, worker, now, fx, |job| {
+                    wire::push_record(wire, job, true, &mut out)
+                })
+            } else {
+                0
+            };
             out.push(']');
             (n, out)
         })
@@ -43,6 +47,9 @@ impl Engine {
         let wire = self.inner.wire.clone();
         loop {
             let (taken, rx, retry_at) = self.with(q, |qs, now, fx| {
+                if !self.may_take(worker.holder) {
+                    return (Some((0, "[]".into())), None, None);
+                }
                 let mut out = String::from("[");
                 let n = qs.take_limited(max, worker.clone(), now, fx, |job| {
                     wire::push_record(&*wire, job, true, &mut out)

@@ -85,6 +85,7 @@ fn fail() -> Outcome {
         stack: None,
         unrecoverable: false,
         timed_out: false,
+        lost: false,
         delay: None,
     }
 }

@@ -24,12 +24,17 @@ pub enum AttemptEnd {
     Stalled,
     /// Failed whatever attempts remained (`UnrecoverableError`).
     Unrecoverable,
+    /// The worker thread or child process that ran it died (`Worker` with a processor file).
+    #[serde(rename = "worker_lost")]
+    WorkerLost,
 }
 
 impl AttemptEnd {
     /// How a failure reported by a worker ended its attempt.
-    pub fn of_failure(unrecoverable: bool, timed_out: bool) -> AttemptEnd {
-        if timed_out {
+    pub fn of_failure(unrecoverable: bool, timed_out: bool, lost: bool) -> AttemptEnd {
+        if lost {
+            AttemptEnd::WorkerLost
+        } else if timed_out {
             AttemptEnd::Timeout
         } else if unrecoverable {
             AttemptEnd::Unrecoverable
@@ -45,6 +50,7 @@ impl AttemptEnd {
             AttemptEnd::Timeout => "timeout",
             AttemptEnd::Stalled => "stalled",
             AttemptEnd::Unrecoverable => "unrecoverable",
+            AttemptEnd::WorkerLost => "worker_lost",
         }
     }
 }
@@ -100,7 +106,7 @@ pub enum DlqReason {
     Stalled,
     /// Not produced by ferroqueue today (jobs have no time to live); accepted by filters.
     TtlExpired,
-    /// Not produced today (its worker thread or child process died; issue 12).
+    /// The worker thread or child process that ran its last attempt died.
     WorkerLost,
     /// Failed without a recorded attempt: a flow parent failed by its child, or a job that
     /// failed before histories were kept.
@@ -145,6 +151,7 @@ impl DlqReason {
                 AttemptEnd::Timeout => DlqReason::Timeout,
                 AttemptEnd::Stalled => DlqReason::Stalled,
                 AttemptEnd::Unrecoverable => DlqReason::ExplicitFail,
+                AttemptEnd::WorkerLost => DlqReason::WorkerLost,
             },
             _ => DlqReason::Unknown,
         }

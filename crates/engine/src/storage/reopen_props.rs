@@ -198,6 +198,7 @@ impl Side {
                         stack: Some("at step".into()),
                         unrecoverable: false,
                         timed_out: false,
+                        lost: false,
                         delay: None,
                     },
                     2 => Outcome::Failed {
@@ -205,6 +206,7 @@ impl Side {
                         stack: None,
                         unrecoverable: true,
                         timed_out: false,
+                        lost: false,
                         delay: None,
                     },
                     3 => Outcome::Released { started: true },

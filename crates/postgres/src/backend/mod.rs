@@ -211,6 +211,10 @@ impl Backend for PgBackend {
         0
     }
 
+    fn held(&self, q: &QueueRef, holder: u32) -> Vec<(String, u64)> {
+        upkeep::held(&self.shared, q.name(), holder)
+    }
+
     fn extend_lock(&self, q: &QueueRef, id: &str, token: u64, ms: u64) -> Reply<bool> {
         let (q, id) = (q.name_arc().clone(), id.to_string());
         self.run(move |s| async move { steps::extend_lock(&s, &q, &id, token, ms).await })

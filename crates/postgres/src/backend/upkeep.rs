@@ -155,6 +155,25 @@ pub(super) fn hold(s: &Shared, holder: u32, terms: LeaseTerms) -> ferroqueue_eng
     Ok(())
 }
 
+/// The jobs of `queue` this process holds for `holder`, as `(id, token)`, oldest claim first.
+pub(super) fn held(s: &Shared, queue: &str, holder: u32) -> Vec<(String, u64)> {
+    let mut held: Vec<(String, u64)> = s
+        .held
+        .lock()
+        .iter()
+        .filter(|(_, h)| h.holder == holder && &*h.queue == queue)
+        .map(|(token, h)| {
+            let id = h
+                .custom_id
+                .as_deref()
+                .map_or_else(|| h.key.to_string(), String::from);
+            (id, *token as u64)
+        })
+        .collect();
+    held.sort_by_key(|(_, token)| *token);
+    held
+}
+
 /// Holder `holder` is gone: its leases are no longer renewed, and since this process knows it,
 /// they end now (`expire`), not when they would run out.
 pub(super) fn let_go(s: &Arc<Shared>, handle: &tokio::runtime::Handle, holder: u32) {
@@ -242,9 +261,11 @@ pub(super) async fn renew(s: Arc<Shared>) {
         }
         let (leases, owners): (Vec<Lease>, Vec<u32>) = {
             let holders = s.holders.lock();
-            s.held
-                .lock()
-                .iter()
+            let mut held = s.held.lock();
+            // A claim answered after its holder was let go (a pull still in flight when its
+            // thread died) is not renewed: its lease runs out and a sweep stalls the job.
+            held.retain(|_, h| h.holder == 0 || holders.contains_key(&h.holder));
+            held.iter()
                 .map(|(token, h)| {
                     let lease = Lease {
                         queue: h.queue.to_string(),

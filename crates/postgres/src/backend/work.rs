@@ -319,6 +319,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                     stack,
                     unrecoverable,
                     timed_out,
+                    lost,
                     delay,
                 } => {
                     let made = h.attempts_made + 1;
@@ -344,7 +345,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
                             retry_in: retry.map(|d| d.min(i64::MAX as u64) as i64),
                             exhausted,
                             keep: keeps(r),
-                            kind: AttemptEnd::of_failure(unrecoverable, timed_out),
+                            kind: AttemptEnd::of_failure(unrecoverable, timed_out, lost),
                         },
                         retry.unwrap_or(0),
                     ));

@@ -22,6 +22,7 @@ fn failure(unrecoverable: bool, timed_out: bool) -> Outcome {
         stack: None,
         unrecoverable,
         timed_out,
+        lost: false,
         delay: None,
     }
 }

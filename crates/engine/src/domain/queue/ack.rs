@@ -137,6 +137,7 @@ impl QueueState {
                 stack,
                 unrecoverable,
                 timed_out,
+                lost,
                 delay: decided,
             } => {
                 job.attempts_made += 1;
@@ -147,7 +148,7 @@ impl QueueState {
                 let started_at = job.processed_on;
                 let extra = job.extra_mut();
                 extra.failed_reason = Some(reason.clone());
-                let kind = AttemptEnd::of_failure(unrecoverable, timed_out);
+                let kind = AttemptEnd::of_failure(unrecoverable, timed_out, lost);
                 let attempt = Attempt {
                     attempt: attempts_made,
                     started_at,

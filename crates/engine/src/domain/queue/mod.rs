@@ -111,6 +111,8 @@ pub enum Outcome {
         unrecoverable: bool,
         /// The attempt ran past the job's `timeout` (its history says so, `dlq.rs`).
         timed_out: bool,
+        /// The worker thread or child process that ran it died (its history says so).
+        lost: bool,
         /// The wait before a retry as the worker's backoff strategy computed it; `None`: by the
         /// job's `backoff` option.
         delay: Option<u64>,

@@ -36,6 +36,20 @@ impl QueueState {
         self.jobs.get(&self.key_of(id)?)
     }
 
+    /// The active jobs lease holder `holder` holds, as `(id, token)`, earliest activation
+    /// first. O(active jobs).
+    pub fn held_by(&self, holder: u32) -> Vec<(String, u64)> {
+        if holder == 0 {
+            return Vec::new();
+        }
+        self.active
+            .values()
+            .filter_map(|k| self.jobs.get(k))
+            .filter(|j| j.holder == holder)
+            .map(|j| (j.id_string(), j.lock))
+            .collect()
+    }
+
     /// Whether job `id` is active under `token` (its lease holds). O(1).
     pub fn holds_lock(&self, id: &str, token: u64) -> bool {
         self.job_by_id(id)

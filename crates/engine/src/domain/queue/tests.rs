@@ -82,6 +82,7 @@ fn fail() -> Outcome {
         stack: None,
         unrecoverable: false,
         timed_out: false,
+        lost: false,
         delay: None,
     }
 }
@@ -284,6 +285,7 @@ fn retries_without_backoff_go_back_to_waiting_until_attempts_run_out() {
             stack: Some("at x".into()),
             unrecoverable: false,
             timed_out: false,
+            lost: false,
             delay: None,
         };
         let r = ack(&mut q, &t, stack, T0);
@@ -332,6 +334,7 @@ fn a_wait_decided_by_the_worker_overrides_the_backoff_option() {
         stack: None,
         unrecoverable: false,
         timed_out: false,
+        lost: false,
         delay,
     };
     let (_, r) = run_one(&mut q, decided(Some(250)), None, T0);
@@ -412,6 +415,7 @@ fn unrecoverable_failure_fails_at_once() {
         stack: None,
         unrecoverable: true,
         timed_out: false,
+        lost: false,
         delay: None,
     };
     assert_eq!(q.ack(key, t.1, o, None, T0, &mut fx), AckResult::Failed);
