@@ -242,10 +242,21 @@ function use(id, make, durability) {
   return { engine, durability }
 }
 
+/**
+ * Whether this JS thread only borrows its engines: a worker thread of a threaded Worker
+ * (sandbox/thread-main.js), whose parent uses the same engine and outlives it. Its last user
+ * letting go then does not close the engine under the parent.
+ */
+let borrowing = false
+
+function borrowEngines() {
+  borrowing = true
+}
+
 /** Counts one user less; a durable engine nobody uses is closed (flushed, file released). */
 async function releaseEngine(engine) {
   engine.refs--
-  if (engine.refs > 0 || !engine.closable) return
+  if (engine.refs > 0 || !engine.closable || borrowing) return
   // Detach now, so a new object on the same file gets a fresh engine (after this close is
   // done) rather than this closing one.
   engines.delete(engine.id)
@@ -292,4 +303,4 @@ function openQueue(engineId, name, prefix) {
   }
 }
 
-module.exports = { binding, fromBinding, acquireEngine, releaseEngine, openQueue, isPending, native, QueueError }
+module.exports = { binding, fromBinding, acquireEngine, releaseEngine, borrowEngines, openQueue, isPending, native, QueueError }

@@ -2,9 +2,13 @@
 //! latest change it made), and is called back (once per batch of commits, by a weak threadsafe
 //! function) to compare it with the committed one. No async call per change.
 
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
 use napi::bindgen_prelude::Function;
 use napi::Env;
 use napi_derive::napi;
+use parking_lot::Mutex;
 
 use crate::errors::run;
 use crate::registry::{engine, with_queue};
@@ -38,12 +42,28 @@ pub fn check_storage(env: &Env, id: u32) -> napi::Result<()> {
     })
 }
 
-/// Sets the function called (with no arguments) after commits of engine `id`. It does not keep
-/// the process alive.
+/// The commit callbacks of each engine: one per JS thread that waits for its commits (the
+/// main thread, and worker threads of a threaded Worker on the same file).
+type Callbacks = Mutex<HashMap<u32, Vec<Arc<dyn Fn() -> bool + Send + Sync>>>>;
+
+fn callbacks() -> &'static Callbacks {
+    static C: OnceLock<Callbacks> = OnceLock::new();
+    C.get_or_init(Callbacks::default)
+}
+
+/// Adds the function called (with no arguments) after commits of engine `id`, for this JS
+/// thread; every thread's is called, and those of threads that are gone are dropped. It does
+/// not keep the process alive.
 #[napi(catch_unwind)]
 pub fn set_commit_callback(env: &Env, id: u32, callback: Function<(), ()>) -> napi::Result<()> {
     let engine = run(env, || engine(id))?;
-    engine.set_commit_notifier(Some(crate::events::weak_notifier(callback)?));
+    let notify = crate::events::weak_checked_notifier(callback)?;
+    callbacks().lock().entry(id).or_default().push(notify);
+    engine.set_commit_notifier(Some(Arc::new(move || {
+        if let Some(list) = callbacks().lock().get_mut(&id) {
+            list.retain(|call| call());
+        }
+    })));
     Ok(())
 }
 

@@ -27,6 +27,21 @@ pub fn weak_notifier(callback: Function<(), ()>) -> Result<Notifier> {
     }))
 }
 
+/// As [`weak_notifier`], answering whether the call was queued: false once the callback's JS
+/// thread is gone (its environment torn down), so that a list of them can drop it.
+pub fn weak_checked_notifier(
+    callback: Function<(), ()>,
+) -> Result<Arc<dyn Fn() -> bool + Send + Sync>> {
+    let tsfn = callback
+        .build_threadsafe_function::<()>()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .build()?;
+    Ok(Arc::new(move || {
+        tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking) == napi::Status::Ok
+    }))
+}
+
 /// Sets the function called (with no arguments) when events of engine `id` are ready to drain.
 /// The callback does not keep the process alive.
 #[napi(catch_unwind)]

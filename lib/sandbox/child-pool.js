@@ -155,7 +155,8 @@ class ChildPool {
   /** Child `i` exited: fails its jobs and replaces it (unless the pool closes). */
   async _exited(i, child, code, signal, failedToStart) {
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
-    const reason = child.error ? `child process failed: ${child.error.message}` : `child process ${how}`
+    // Its exit says what happened (an `error` before it, e.g. EPIPE on a send, is a symptom).
+    const reason = `child process ${how}`
     for (const p of child.jobs.values()) p.reject(new WorkerLostError(reason))
     child.jobs.clear()
     if (!child.ready) {

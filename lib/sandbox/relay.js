@@ -5,6 +5,7 @@
 // the Worker recognises what a processor threw (UnrecoverableError, DelayedError, ...).
 
 const { Job } = require('../job')
+const { QueueError } = require('../errors')
 
 /** A job's record, as a thread or child sends it. */
 function recordOf(job) {
@@ -32,10 +33,11 @@ function errorOut(thrown) {
   }
 }
 
-/** The error sent by `errorOut`, rebuilt. A thrown non-Error comes back as that value. */
+/** The error sent by `errorOut`, rebuilt (a QueueError as one). A thrown non-Error comes back as that value. */
 function errorIn(e) {
   if (e.thrown !== undefined) return e.thrown
-  const err = new Error(e.message)
+  // Ours keep their class (a load error is a QueueError with its code where it is caught).
+  const err = e.name === 'QueueError' && e.code !== undefined ? new QueueError(e.code, e.message) : new Error(e.message)
   err.name = e.name
   if (e.stack !== undefined) err.stack = e.stack
   if (e.code !== undefined) err.code = e.code

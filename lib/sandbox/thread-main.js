@@ -6,6 +6,7 @@
 // that the parent can settle them if this thread dies. Its events go to the parent in batches.
 
 const { parentPort, workerData } = require('node:worker_threads')
+const { borrowEngines } = require('../native')
 const { Worker } = require('../worker')
 const { loadProcessor } = require('./processor-file')
 const { recordOf, errorOut, Batcher } = require('./relay')
@@ -14,6 +15,8 @@ const { name, file, opts, holder } = workerData
 /** The Worker events the parent has listeners for (it says when that changes). */
 let listened = new Set()
 const out = new Batcher((text) => parentPort.postMessage({ t: 'events', text }))
+// The parent uses the same engine and outlives this thread: it closes the engine, not this thread.
+borrowEngines()
 
 /**
  * The processor, wrapped to tell the parent which jobs run here (for its `cancelJob`), with the
