@@ -325,8 +325,14 @@ export interface WorkerListener<DataType, ReturnType, NameType extends string> {
 }
 
 export class Worker<DataType = any, ReturnType = any, NameType extends string = string> extends EventEmitter {
-  /** `processor` null or left out: manual processing with `getNextJob(token)`. */
-  constructor(name: string, processor?: Processor<DataType, ReturnType, NameType> | null, opts?: WorkerOptions)
+  /**
+   * `processor` null or left out: manual processing with `getNextJob(token)`. A file path or
+   * `file:` URL: a module whose default export (or `module.exports`) is the processor, run in
+   * child processes, or in worker threads with `useWorkerThreads: true` (`threads` of them,
+   * default the number of cores); a missing file throws `ERR_PROCESSOR_FILE` here, one that
+   * cannot be loaded rejects `run()` with `ERR_PROCESSOR_LOAD`.
+   */
+  constructor(name: string, processor?: Processor<DataType, ReturnType, NameType> | string | URL | null, opts?: WorkerOptions)
   /**
    * Manual processing: the next job, taken with `token`; waits up to `drainDelay` unless
    * `{ block: false }`. Undefined when none came.

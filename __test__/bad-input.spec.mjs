@@ -222,7 +222,6 @@ describe('bad input to constructors', () => {
     const name = q.name
     const ok = () => 'ok'
     const cases = [
-      [() => new Worker(name, 'nope'), TypeError, /processor/],
       [() => new Worker(name, 42), TypeError, /processor/],
       [() => new Worker(name, { process: ok }), TypeError, /processor/],
       [() => new Worker(name, ok, { concurrency: 0 }), RangeError, /concurrency/],

@@ -5,22 +5,21 @@
 // Without a processor it hands out jobs one at a time (manual.js).
 
 const { binding, fromBinding, isPending } = require('./native')
-const { QueueError, RateLimitError, isRateLimitError, isStepError, typeError, rangeError } = require('./errors')
-const { Job } = require('./job')
+const { QueueError, RateLimitError, typeError, rangeError } = require('./errors')
 const { Prefetch } = require('./prefetch')
-const { decideBackoff } = require('./backoff')
 const { QueueHandle } = require('./handle')
-const { Stale, failureOf, retentionJson, customBackoff } = require('./outcome')
-const { completedText, failedText, releasedText } = require('./ack-wire')
+const { retentionJson } = require('./outcome')
+const { releasedText } = require('./ack-wire')
 const v = require('./validate')
 const { checkGroup, pullLimits } = require('./pull-limits')
-const { startTimeout, stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
+const { stopTimeout, cancelJob, cancelAllJobs } = require('./cancel')
 const { flushAcks } = require('./worker-acks')
 const { leaseOptions, openLease, hearQueueEvents, reportRecoveredStalls, holdWhileRunning, closeLease } = require('./lease')
 const { getNextJob, extendJobLocks, forgetWorker } = require('./manual')
 const { pullLoop } = require('./worker-loop')
 const { isProcessorFile, processorPath } = require('./sandbox/processor-file')
-const { sandboxOptions, isWorkerLost } = require('./sandbox/sandbox-options')
+const { sandboxOptions } = require('./sandbox/sandbox-options')
+const { startJob, completeJob, failJob } = require('./worker-jobs')
 
 class Worker extends QueueHandle {
   /**
@@ -267,87 +266,16 @@ class Worker extends QueueHandle {
   }
 
   _start(record) {
-    const job = Job.fromRecord(this, record)
-    const controller = this._wantsSignal ? new AbortController() : undefined
-    // The id and token are kept apart from the Job, which the processor may change.
-    const entry = {
-      job,
-      id: job.id,
-      token: job.token,
-      controller,
-      done: false,
-      value: null,
-      error: undefined,
-      reason: undefined,
-      result: Stale,
-      // What a custom backoff strategy needs, read before the processor can change the job.
-      backoff: customBackoff(job.opts),
-      attemptsMade: job.attemptsMade,
-      attempts: job.opts.attempts ?? 1,
-      timer: undefined, // of the job's `timeout` (cancel.js)
-      timedOut: false, // its timeout ran out (cancel.js)
-    }
-    // By token, not id: after obliterate() an id comes back while its old activation may still run.
-    this._active.set(entry.token, entry)
-    this._processing++
-    this._prefetch.starts++
-    this._worked = true
-    this._emitSafe('active', job, 'waiting')
-    const timeout = job.opts.timeout
-    if (timeout !== undefined) startTimeout(this, entry, timeout)
-    try {
-      const result = this._processor(job, job.token, controller && controller.signal)
-      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-        // Promise.prototype.then over Promise.resolve: a foreign thenable cannot call back twice
-        // or throw past us.
-        Promise.prototype.then.call(
-          result instanceof Promise ? result : Promise.resolve(result),
-          (value) => this._complete(entry, value),
-          (err) => this._fail(entry, err),
-        )
-      } else {
-        this._complete(entry, result)
-      }
-    } catch (err) {
-      this._fail(entry, err)
-    }
+    startJob(this, record)
   }
 
   _complete(entry, value) {
-    if (entry.done) return // timed out already
-    let text
-    try {
-      text = v.toJson(value, 'returnvalue', 'null')
-    } catch (err) {
-      this._fail(entry, err)
-      return
-    }
-    entry.value = value === undefined ? null : value
-    this._queueAck(entry, completedText(entry, text, this._keepDone))
+    completeJob(this, entry, value)
   }
 
   /** Fails the job with whatever was thrown (see failureOf); never throws. */
   _fail(entry, thrown) {
-    if (entry.done) return // timed out already
-    if (isRateLimitError(thrown) || isStepError(thrown)) {
-      // Back to waiting, no attempt spent: it runs once the queue takes jobs again. A step job
-      // that moved itself first (moveToDelayed, moveToWaitingChildren, moveToWait) is found
-      // moved: the release changes nothing.
-      this._queueAck(entry, releasedText(entry.id, entry.token, false))
-      return
-    }
-    const f = failureOf(thrown)
-    if (isWorkerLost(thrown)) entry.lost = true
-    entry.error = f.error
-    entry.reason = f.reason
-    if (entry.backoff !== null && !f.unrecoverable && entry.attemptsMade + 1 < entry.attempts) {
-      const send = (delay, noRetry) => {
-        this._queueAck(entry, failedText(entry, f.reason, f.stack, noRetry, this._keepFail, delay))
-      }
-      decideBackoff(this._backoffStrategy, entry, f.error, send, (e) => this._emitError(e))
-      return
-    }
-    this._queueAck(entry, failedText(entry, f.reason, f.stack, f.unrecoverable, this._keepFail))
+    failJob(this, entry, thrown)
   }
 
   _queueAck(entry, text) {

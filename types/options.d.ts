@@ -250,6 +250,20 @@ export interface WorkerOptions extends QueueBaseOptions {
   skipStalledCheck?: boolean
   /** This worker's name (BullMQ's): every job it takes records it as `processedBy`. */
   name?: string
+  /**
+   * With a processor file: run it in worker threads that pull from the engine themselves
+   * (`true`), or in child processes fed by this worker (left out or `false`, BullMQ's default).
+   */
+  useWorkerThreads?: boolean
+  /**
+   * With a processor file: how many worker threads or child processes (ferroqueue's own option;
+   * default: the number of cores). `concurrency` applies to each.
+   */
+  threads?: number
+  /** Options passed to each `new worker_threads.Worker` (not `workerData`, `eval`, `transferList`). */
+  workerThreadsOptions?: import('node:worker_threads').WorkerOptions
+  /** Options passed to each `child_process.fork` (not `serialization`). */
+  workerForkOptions?: import('node:child_process').ForkOptions
   settings?: {
     /**
      * Computes the wait before a retry for jobs whose backoff type is not built in: the wait in
@@ -344,7 +358,8 @@ export interface DlqAttempt {
   /** `failedAt - startedAt` (ms). */
   duration: number
   error: string
-  kind: 'error' | 'timeout' | 'stalled' | 'unrecoverable'
+  /** `worker_lost`: the worker thread or child process that ran it died. */
+  kind: 'error' | 'timeout' | 'stalled' | 'unrecoverable' | 'worker_lost'
   /** The failure that sent the job to the DLQ. */
   final: boolean
 }

@@ -117,6 +117,12 @@ async function main(): Promise<void> {
   new Worker('mail', async () => {}, { group: { concurrency: 1, limit: { max: 5, duration: 1000 } } })
   // @ts-expect-error a group needs its id
   await queue.add('welcome', { to: 'y' }, { group: { priority: 1 } })
+  // Processor files: worker threads or child processes.
+  new Worker<Mail, Sent>('mail', './processor.mjs', { useWorkerThreads: true, threads: 2, concurrency: 4 })
+  new Worker('mail', new URL('file:///srv/processor.mjs'), { workerForkOptions: { execArgv: ['--max-old-space-size=256'] } })
+  new Worker('mail', './processor.mjs', { useWorkerThreads: true, workerThreadsOptions: { resourceLimits: { maxOldGenerationSizeMb: 64 } } })
+  // @ts-expect-error threads is a number
+  new Worker('mail', './processor.mjs', { threads: 'two' })
   // Manual processing and step jobs.
   const manual = new Worker<Mail, Sent>('mail', null, { lockDuration: 60_000, maxStalledCount: 2 })
   const fetched: Job<Mail, Sent> | undefined = await manual.getNextJob('token', { block: false })

@@ -7,10 +7,10 @@
 //   BENCH_STORAGE=postgres npm run bench                (only the cells of some storages)
 import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { cpus, totalmem, tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startRedis } from './redis.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
@@ -34,40 +34,6 @@ const CELLS = [
 ]
 const STORAGES = process.env.BENCH_STORAGE?.split(',')
 const workloadsOf = (cell) => (STORAGES && !STORAGES.includes(cell.storage) ? [] : cell.storage === 'postgres' ? SHARED : EMBEDDED)
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function ensureRedis() {
-  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim()
-  if (found) return found
-  console.error('redis-server not found: installing Debian package redis-server')
-  execFileSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server'], {
-    stdio: 'inherit',
-  })
-  return spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim()
-}
-
-async function startRedis(dir) {
-  const bin = ensureRedis()
-  const port = await freePort()
-  // Durable like our SQLite cells: append-only file, fsync every second (Redis's usual setting).
-  const p = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''], {
-    stdio: 'ignore',
-  })
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() === 'PONG') break
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return { p, port }
-}
 
 function startPostgres() {
   const out = execFileSync('bash', [join(root, 'scripts', 'postgres.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })

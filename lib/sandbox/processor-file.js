@@ -11,7 +11,11 @@ const v = require('../validate')
 
 /** Whether `processor` names a file (a path or a URL) rather than being a function. */
 function isProcessorFile(processor) {
-  return typeof processor === 'string' || processor instanceof URL
+  try {
+    return typeof processor === 'string' || processor instanceof URL
+  } catch {
+    return false // a Proxy whose traps throw: not a file (the Worker says what it is)
+  }
 }
 
 /** The absolute path of a processor file; throws at once when it is not a file, as BullMQ does. */

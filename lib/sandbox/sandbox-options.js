@@ -66,7 +66,11 @@ class WorkerLostError extends QueueError {
 }
 
 function isWorkerLost(thrown) {
-  return thrown instanceof WorkerLostError
+  try {
+    return thrown instanceof WorkerLostError
+  } catch {
+    return false // a Proxy whose traps throw
+  }
 }
 
 module.exports = { sandboxOptions, WorkerLostError, isWorkerLost }

@@ -114,6 +114,29 @@ fn a_timed_out_last_attempt_is_the_reason() {
 }
 
 #[test]
+fn a_lost_worker_is_the_reason() {
+    let (e, _) = engine();
+    let q = qref(&e, "dlq");
+    add(&e, &q, "{}");
+    let (_, json) = e.take(&q, 1, WorkerLimits::default());
+    let (id, token) = taken(&json).pop().expect("a job to take");
+    let lost = Outcome::Failed {
+        reason: "worker thread exited with code 1".into(),
+        stack: None,
+        unrecoverable: false,
+        timed_out: false,
+        lost: true,
+        delay: None,
+    };
+    e.ack_many(&q, vec![ack(&id, token, lost)]);
+    let entry = &entries(&e, &q, "{}")[0];
+    assert_eq!(entry["reason"], "worker_lost");
+    assert_eq!(entry["attempts"][0]["kind"], "worker_lost");
+    let lost_only = entries(&e, &q, r#"{"reason":"worker_lost"}"#);
+    assert_eq!(lost_only.len(), 1);
+}
+
+#[test]
 fn max_entries_drops_the_oldest_at_once() {
     let (e, clock) = engine();
     let q = qref(&e, "dlq");

@@ -188,3 +188,46 @@ async fn a_holder_let_go_stalls_its_jobs_in_every_queue_and_wakes_a_waiting_pull
     assert_eq!(e.let_go(9), 0);
     assert_eq!(e.let_go(12345), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_holder_answers_its_jobs_and_once_let_go_takes_nothing() {
+    use crate::domain::lease::LeaseTerms;
+    let (e, _) = engine();
+    let q = qref(&e, "q");
+    for _ in 0..3 {
+        add(&e, &q, "{}");
+    }
+    e.hold(5, LeaseTerms::default());
+    e.hold(6, LeaseTerms::default());
+    let of = |holder| WorkerLimits {
+        holder,
+        ..WorkerLimits::default()
+    };
+    let (_, json) = e.take(&q, 2, of(5));
+    e.take(&q, 1, of(6));
+    let held = e.held(&q, 5);
+    assert_eq!(
+        held.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
+        ids(&json)
+    );
+    assert!(held.iter().all(|(id, token)| e.holds_lock(&q, id, *token)));
+    assert_eq!(e.held(&q, 6).len(), 1);
+    assert!(e.held(&q, 0).is_empty() && e.held(&q, 77).is_empty());
+    // A pull still pending for a holder that is let go (its thread died) takes nothing.
+    e.hold(7, LeaseTerms::default());
+    let pending = {
+        let (e, q) = (e.clone(), q.clone());
+        tokio::spawn(async move { e.pull(&q, 3, 1, of(7), LONG).await })
+    };
+    sleep(ms(10)).await;
+    e.let_go(7);
+    add(&e, &q, "{}");
+    let (n, _) = pending.await.expect("pull");
+    assert_eq!(n, 0);
+    assert_eq!(e.take(&q, 1, of(7)).0, 0, "a let-go holder takes nothing");
+    assert_eq!(
+        e.take(&q, 1, of(0)).0,
+        1,
+        "the job is still there for others"
+    );
+}
