@@ -94,7 +94,7 @@ class ThreadedWorker extends Worker {
       ...this._threadOptions,
       workerData: { name: this.name, file: this._file, opts: this._threadOpts, holder: lease.id },
     })
-    const slot = { thread, lease, active: new Set(), stopping: null, ready: false, error: null, loadError: null, started: Date.now(), exited: null }
+    const slot = { thread, lease, active: new Set(), stopping: null, started: false, ready: false, error: null, loadError: null, since: Date.now(), exited: null }
     this._slots[i] = slot
     let ready, failed
     const whenReady = new Promise((resolve, reject) => {
@@ -117,6 +117,8 @@ class ThreadedWorker extends Worker {
         return this._relayed(slot, JSON.parse(m.text))
       case 'loaded':
         slot.thread.postMessage({ t: 'start', events: this._listened(), paused: this._paused })
+        // Calls from now on reach its Worker after it started (messages keep their order).
+        slot.started = true
         return
       case 'ready':
         slot.ready = true
@@ -194,15 +196,22 @@ class ThreadedWorker extends Worker {
     }
     if (!died || this._closing || !this._running) return
     this._emitError(new QueueError('ERR_WORKER_LOST', `${reason}; its active jobs failed and a new thread takes its place`))
-    const wait = Date.now() - slot.started < RESTART_DELAY_MS ? RESTART_DELAY_MS : 0
-    if (wait) await new Promise((r) => setTimeout(r, wait))
+    this._replace(i, Date.now() - slot.since < RESTART_DELAY_MS)
+  }
+
+  /** Starts thread `i` again (after a pause when `soon`), and again while it fails to start. */
+  async _replace(i, soon) {
+    if (soon) await new Promise((r) => setTimeout(r, RESTART_DELAY_MS))
     if (this._closing || !this._running) return
-    this._startSlot(i).catch((e) => this._emitError(e))
+    this._startSlot(i).catch((e) => {
+      this._emitError(e)
+      this._replace(i, true)
+    })
   }
 
   /** Calls method `m` of the Worker in every thread; resolves when all answered (or exited). */
   _broadcast(m, a) {
-    return Promise.all(this._slots.filter((s) => s.ready && s.stopping === null).map((s) => this._callSlot(s, m, a)))
+    return Promise.all(this._slots.filter((s) => s.started && s.stopping === null).map((s) => this._callSlot(s, m, a)))
   }
 
   _callSlot(slot, m, a) {
