@@ -33,6 +33,10 @@ LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 # The public typings compile, and misuse of the generics is a type error.
 npx tsc -p __test__/types
 
+# The package as a user installs it: packed tarballs, no cargo on PATH, Node and Bun, ESM and
+# CommonJS, jest and vitest (jest and vitest come from the registry).
+bash scripts/package-test.sh
+
 npx vitest run
 npx bun test --timeout 20000 ./__test__/
 
