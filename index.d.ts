@@ -28,6 +28,8 @@ import type {
   DlqFilter,
   DlqReason,
   DlqStats,
+  Metrics,
+  WorkerInfo,
 } from './types/options'
 import type { RateLimitError } from './types/errors'
 
@@ -264,6 +266,25 @@ export class Queue<DataType = any, ReturnType = any, NameType extends string = s
   /** Changes the DLQ settings given (stored with the queue); resolves all of them. */
   setDlqConfig(config: Partial<DlqConfig>): Promise<DlqConfig>
   getDlqConfig(): Promise<DlqConfig>
+  /**
+   * Completed (or failed) jobs per minute, newest finished minute first (`data`, items
+   * `start..end` as Redis's LRANGE), as BullMQ's: counted once a Worker of the queue has the
+   * option `metrics`. `meta.count` is the total counted, `meta.count - meta.prevCount` this
+   * minute's, `count` how many finished minutes are kept.
+   */
+  getMetrics(type: 'completed' | 'failed', start?: number, end?: number): Promise<Metrics>
+  /** The queue's live Workers: of this process (embedded engine), of every process (PostgreSQL). */
+  getWorkers(): Promise<WorkerInfo[]>
+  getWorkersCount(): Promise<number>
+  /** BullMQ's key of one of the queue's structures: `prefix:name:type`. */
+  toKey(type: string): string
+  /**
+   * Prometheus text: BullMQ's `bullmq_job_count{queue,state}` gauge, then this process's
+   * `ferroqueue_jobs_finished_total{queue,outcome}`, `ferroqueue_job_processing_seconds`
+   * (histogram) and, for a durable engine, `ferroqueue_commit_seconds` (histogram).
+   * `globalVariables` become labels of every sample.
+   */
+  exportPrometheusMetrics(globalVariables?: Record<string, string>): Promise<string>
   obliterate(opts?: { force?: boolean }): Promise<void>
   getJobLogs(id: string, start?: number, end?: number, asc?: boolean): Promise<{ logs: string[]; count: number }>
   close(): Promise<void>

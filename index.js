@@ -7,5 +7,6 @@ const { QueueEvents } = require('./lib/queue-events')
 const { Job } = require('./lib/job')
 const { FlowProducer } = require('./lib/flow-producer')
 const { QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError } = require('./lib/errors')
+const { MetricsTime } = require('./lib/metrics')
 
-module.exports = { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError }
+module.exports = { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError, MetricsTime }

@@ -13,7 +13,7 @@ describe('no option is silently ignored', () => {
       [() => new Queue(uniqueName(), { telemetry: {} }), /^telemetry /],
       [() => new Worker(uniqueName(), () => {}, { skipLockRenewal: true }), /^skipLockRenewal /],
       [() => new Worker(uniqueName(), () => {}, { maxStartedAttempts: 2 }), /^maxStartedAttempts /],
-      [() => new Worker(uniqueName(), () => {}, { metrics: { maxDataPoints: 10 } }), /^metrics /],
+      [() => new Worker(uniqueName(), () => {}, { runRetryDelay: 10 }), /^runRetryDelay /],
       [() => new Worker(uniqueName(), () => {}, { settings: { repeatStrategy: () => 1 } }), /^settings\.repeatStrategy /],
       [() => new QueueEvents(uniqueName(), { blockingTimeout: 1000 }), /^blockingTimeout /],
       [() => new QueueEvents(uniqueName(), { lastEventId: '0' }), /^lastEventId .*no history/],

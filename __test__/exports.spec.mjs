@@ -12,5 +12,7 @@ describe('package entry points', () => {
       expect(cjs[name]).toBe(esm[name])
     }
     expect(new esm.UnrecoverableError('x')).toBeInstanceOf(Error)
+    expect(cjs.MetricsTime).toBe(esm.MetricsTime)
+    expect(esm.MetricsTime.ONE_HOUR).toBe(60)
   })
 })

@@ -27,7 +27,7 @@ function leaseOptions(o) {
   const maxStalledCount = o.maxStalledCount ?? 1
   v.integerIn('maxStalledCount', maxStalledCount, 0, MAX_MS)
   v.optionalBoolean('skipStalledCheck', o.skipStalledCheck)
-  return { lockDuration, lockRenewTime, stalledInterval, maxStalledCount, skipStalledCheck: o.skipStalledCheck === true }
+  return { lockDuration, lockRenewTime, stalledInterval, maxStalledCount, skipStalledCheck: o.skipStalledCheck === true, name: o.name, listed: true }
 }
 
 /**

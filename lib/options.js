@@ -40,10 +40,10 @@ const CLASSES = {
       'threads',
       'workerThreadsOptions',
       'workerForkOptions',
+      'metrics',
     ],
     unsupported: [
       ...REDIS_ONLY,
-      'metrics',
       'maximumRateLimitDelay',
       'maxStartedAttempts',
       'skipLockRenewal',

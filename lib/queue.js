@@ -9,6 +9,7 @@ const { addBulk } = require('./bulk')
 const v = require('./validate')
 const schedulers = require('./schedulers')
 const { dlqMethods } = require('./dlq')
+const { metricsMethods } = require('./metrics')
 
 /** What an add code means when it is not an automatic id (see src/queue.rs), read once: the
  * binding object is large, and a property read from it per add costs about 0.1 µs. */
@@ -476,6 +477,6 @@ class Queue extends QueueHandle {
 }
 
 // The dead-letter queue's methods (getDlq, retryDlq, setDlqConfig, …).
-Object.assign(Queue.prototype, dlqMethods)
+Object.assign(Queue.prototype, dlqMethods, metricsMethods)
 
 module.exports = { Queue, ALL_TYPES }

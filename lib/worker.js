@@ -20,6 +20,7 @@ const { pullLoop } = require('./worker-loop')
 const { isProcessorFile, processorPath } = require('./sandbox/processor-file')
 const { sandboxOptions } = require('./sandbox/sandbox-options')
 const { startJob, completeJob, failJob } = require('./worker-jobs')
+const { metricsPoints } = require('./metrics')
 
 class Worker extends QueueHandle {
   /**
@@ -42,7 +43,7 @@ class Worker extends QueueHandle {
       const { ThreadedWorker } = require('./sandbox/threaded-worker')
       return new ThreadedWorker(name, file, opts)
     }
-    let keep, lease, sandbox
+    let keep, lease, sandbox, points
     super('Worker', name, opts, (o) => {
       sandbox = sandboxOptions(o, file)
       v.concurrency(o.concurrency ?? 1)
@@ -57,6 +58,7 @@ class Worker extends QueueHandle {
       keep = retentionJson(o)
       lease = leaseOptions(o)
       if (o.name !== undefined) v.name('name', o.name, '(worker name) ')
+      points = metricsPoints(o.metrics)
     })
     const o = this.opts
     // Child processes: this Worker pulls for them, `concurrency` jobs for each (sandbox/).
@@ -75,6 +77,7 @@ class Worker extends QueueHandle {
       throw e
     }
     this._holder = this._lease.id
+    if (points > 0) this._keepMetrics(points)
     this._file = file
     this._children = null
     if (file !== null && !sandbox.threads) {
@@ -154,6 +157,17 @@ class Worker extends QueueHandle {
   async rateLimit(expireTimeMs) {
     v.integerIn('expireTimeMs', expireTimeMs, 0, Number.MAX_SAFE_INTEGER)
     await this._change(binding.holdQueue, expireTimeMs)
+  }
+
+  /** Its queue records per-minute counts for `points` minutes (the option `metrics`). */
+  _keepMetrics(points) {
+    let kept
+    try {
+      kept = binding.keepMetrics(this._h, points)
+    } catch (e) {
+      throw fromBinding(e)
+    }
+    if (isPending(kept)) kept.catch((e) => this._emitError(fromBinding(e)))
   }
 
   /** Jobs of a worker stay usable while it closes: a graceful close lets them finish. */

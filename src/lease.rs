@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use ferroqueue_engine::domain::lease::LeaseTerms;
+use ferroqueue_engine::domain::lease::{HolderInfo, LeaseTerms};
 use napi::Env;
 use napi_derive::napi;
 
@@ -84,6 +84,11 @@ pub struct LeaseOptions {
     pub stalled_interval: u32,
     pub max_stalled_count: u32,
     pub skip_stalled_check: bool,
+    /// The Worker's `name` (`getWorkers`).
+    pub name: Option<String>,
+    /// Whether `getWorkers` lists it (not the holders of a threaded Worker's threads: the
+    /// Worker is listed once).
+    pub listed: bool,
 }
 
 /// The lease holder of one Worker.
@@ -97,8 +102,11 @@ pub struct LeaseHolder {
 #[napi(catch_unwind)]
 pub fn open_lease_holder(env: &Env, h: u32, terms: LeaseOptions) -> napi::Result<LeaseHolder> {
     run(env, || {
-        let (_, backend, _) = queue_of(h)?;
+        let (_, backend, q) = queue_of(h)?;
         let id = NEXT_HOLDER.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         backend.hold(
             id,
             LeaseTerms {
@@ -108,6 +116,11 @@ pub fn open_lease_holder(env: &Env, h: u32, terms: LeaseOptions) -> napi::Result
                 max_stalled: terms.max_stalled_count,
                 skip_stalled_check: terms.skip_stalled_check,
             },
+            terms.listed.then(|| HolderInfo {
+                queue: q.name_arc().clone(),
+                name: terms.name,
+                started,
+            }),
         )?;
         Ok(LeaseHolder {
             id,

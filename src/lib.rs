@@ -21,6 +21,7 @@ mod groups;
 mod jobs;
 mod lease;
 mod limits;
+mod metrics;
 mod queue;
 mod registry;
 mod reply;

@@ -251,6 +251,11 @@ export interface WorkerOptions extends QueueBaseOptions {
   /** This worker's name (BullMQ's): every job it takes records it as `processedBy`. */
   name?: string
   /**
+   * Record per-minute counts of the queue's completed and failed jobs (`queue.getMetrics`),
+   * keeping the newest `maxDataPoints` minutes (default `MetricsTime.ONE_WEEK`, at most a year).
+   */
+  metrics?: MetricsOptions
+  /**
    * With a processor file: run it in worker threads that pull from the engine themselves
    * (`true`), or in child processes fed by this worker (left out or `false`, BullMQ's default).
    */
@@ -396,4 +401,48 @@ export interface DlqStats {
   /** Entries with an automatic retry to come, and the first one's time. */
   pendingAutoRetries: number
   nextAutoRetryAt: number | null
+}
+
+/** The Worker option `metrics`. */
+export interface MetricsOptions {
+  maxDataPoints?: number
+}
+
+/** BullMQ's `MetricsTime`: data points (minutes) in each span. */
+export declare const MetricsTime: {
+  readonly ONE_MINUTE: 1
+  readonly FIVE_MINUTES: 5
+  readonly FIFTEEN_MINUTES: 15
+  readonly THIRTY_MINUTES: 30
+  readonly ONE_HOUR: 60
+  readonly ONE_WEEK: 10080
+  readonly TWO_WEEKS: 20160
+  readonly ONE_MONTH: 80640
+}
+
+/** `queue.getMetrics`'s answer, as BullMQ's. */
+export interface Metrics {
+  meta: { count: number; prevTS: number; prevCount: number }
+  /** Counts per finished minute, newest first. */
+  data: number[]
+  /** How many finished minutes are kept. */
+  count: number
+}
+
+/** A live Worker, as `queue.getWorkers` lists it (the fields of BullMQ's that apply; times in ms). */
+export interface WorkerInfo {
+  /** Unique among the Workers listed. */
+  id: string
+  /** The queue's name. */
+  name: string
+  /** The Worker's `name` option ('' without one). */
+  rawname: string
+  /** Where its process connects from (PostgreSQL), else `pid:<pid>`. */
+  addr: string
+  pid: number
+  /** When it opened. */
+  started: number
+  /** Seconds since it opened, and since it was last known alive, as strings (BullMQ's). */
+  age: string
+  idle: string
 }

@@ -1,6 +1,6 @@
 // Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
 // Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
-import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError, type JobsOptions, type JobNode } from '../../index.js'
+import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError, MetricsTime, type JobsOptions, type JobNode } from '../../index.js'
 
 interface Mail {
   to: string
@@ -163,6 +163,16 @@ async function main(): Promise<void> {
   const maxAge: number = config.maxAge + (await queue.getDlqConfig()).maxEntries
   const gone: number = await queue.purgeDlq()
   const removedDead: boolean = await queue.removeDlqJob('2')
-  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun, deadTo, tries, expires, timeouts, retried, maxAge, gone, removedDead]
+  // Metrics.
+  new Worker<Mail, Sent>('mail', async () => ({ id: 1 }), { metrics: { maxDataPoints: MetricsTime.ONE_HOUR } })
+  const perMinute: number[] = (await queue.getMetrics('completed', 0, 59)).data
+  const finishedTotal: number = (await queue.getMetrics('failed')).meta.count
+  // @ts-expect-error only completed and failed are counted
+  await queue.getMetrics('active')
+  const workerPids: number[] = (await queue.getWorkers()).map((w) => w.pid)
+  const workerCount: number = await queue.getWorkersCount()
+  const prometheus: string = await queue.exportPrometheusMetrics({ env: 'prod' })
+  const waitKey: string = queue.toKey('wait')
+  void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun, deadTo, tries, expires, timeouts, retried, maxAge, gone, removedDead, perMinute, finishedTotal, workerPids, workerCount, prometheus, waitKey]
 }
 void main

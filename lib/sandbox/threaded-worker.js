@@ -319,10 +319,13 @@ class ThreadedWorker extends Worker {
   }
 }
 
-/** The lease terms a Worker's holder was opened with (its options, checked already). */
+/**
+ * The lease terms of its threads' holders: its own (its options, checked already), unlisted by
+ * getWorkers, which lists this Worker once.
+ */
 function leaseTermsOf(w) {
   const { leaseOptions } = require('../lease')
-  return leaseOptions(w.opts)
+  return { ...leaseOptions(w.opts), listed: false }
 }
 
 function sandboxed(method) {

@@ -28,9 +28,10 @@ use crate::domain::dlq::DlqConfig;
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::JobState;
-use crate::domain::lease::LeaseTerms;
+use crate::domain::lease::{HolderInfo, LeaseTerms, WorkerInfo};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
+use crate::domain::metrics::{FinishStats, Histogram, MetricsPage};
 use crate::domain::queue::{AckResult, Added, NewJob};
 use crate::error::{EngineError, Result};
 
@@ -180,8 +181,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Finishes activations; results in input order.
     fn ack(&self, q: &QueueRef, acks: Vec<Ack>) -> Reply<Vec<AckResult>>;
     /// Registers lease holder `holder` (an id unique in the process: one per Worker) with its
-    /// terms; the jobs it takes carry its id (`WorkerLimits::holder`).
-    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()>;
+    /// terms and, if `getWorkers` lists it, who it is; the jobs it takes carry its id
+    /// (`WorkerLimits::holder`).
+    fn hold(&self, holder: u32, terms: LeaseTerms, who: Option<HolderInfo>) -> Result<()>;
     /// Holder `holder` is gone (closed, garbage-collected, its thread terminated): the jobs it
     /// still holds stall, at once where the backend knows its holders (the embedded engine) or
     /// when their leases expire (PostgreSQL). Answers how many stalled now.
@@ -259,6 +261,21 @@ pub trait Backend: Send + Sync + 'static {
     fn retry_failed(&self, q: &QueueRef, ids: Vec<String>) -> Reply<usize>;
     /// Removes the oldest failed jobs beyond the DLQ's `maxEntries`; answers how many.
     fn trim_dlq(&self, q: &QueueRef) -> Reply<usize>;
+    /// The live Workers of a queue: of this process on the embedded engine, of every process
+    /// on PostgreSQL.
+    fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>>;
+    /// Records BullMQ's per-minute counts of finished jobs of a queue, for the newest `points`
+    /// minutes (a Worker's `metrics.maxDataPoints`; the most asked for wins).
+    fn keep_metrics(&self, q: &QueueRef, points: u32) -> Reply<()>;
+    /// BullMQ's `getMetrics`: the per-minute counts of completed (or, with `failed`, failed)
+    /// jobs, data points `start..=end` (newest first, negative from the end).
+    fn metrics(&self, q: &QueueRef, failed: bool, start: i64, end: i64) -> Reply<MetricsPage>;
+    /// What this process saw finish on a queue since its engine opened: totals and processing
+    /// times (Prometheus's counters).
+    fn finish_stats(&self, q: &QueueRef) -> FinishStats;
+    /// How long commits took, µs: the durable writer's (SQLite) or the acks' transactions
+    /// (PostgreSQL); `None` for an engine in memory.
+    fn commit_latency(&self) -> Option<Histogram>;
     /// The queue's DLQ settings (`domain/dlq.rs`; the defaults until set).
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig>;
     /// Replaces the queue's DLQ settings; a lower `max_entries` may apply at once.

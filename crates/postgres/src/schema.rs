@@ -33,7 +33,10 @@
 //! its stored JSON and the slot of its pending job; version 11 `processed_by` on `jobs` and
 //! `finished` (the name of the Worker that last took the job); version 12 the dead-letter queue:
 //! `history` on `jobs` and `finished` (a job's failed attempts as JSON, `domain/dlq.rs`) and
-//! `queues.dlq` (the queue's DLQ settings as JSON, NULL: the defaults).
+//! `queues.dlq` (the queue's DLQ settings as JSON, NULL: the defaults); version 13 metrics
+//! (`backend/metrics.rs`): `metrics`, BullMQ's per-minute counts of finished jobs,
+//! `queues.metrics_points` (the most minutes a Worker asked to keep) and `workers`, a row per
+//! live Worker of every process, renewed while it lives.
 
 use ferroqueue_engine::structures::fnv1a;
 use ferroqueue_engine::EngineError;
@@ -42,10 +45,10 @@ use tokio_postgres::Client;
 use crate::connect::Target;
 
 /// The schema version this build writes.
-pub const VERSION: i32 = 12;
+pub const VERSION: i32 = 13;
 
 /// The tables whose rows belong to one queue (by their `queue` column): obliterate empties them.
-pub const QUEUE_TABLES: [&str; 7] = [
+pub const QUEUE_TABLES: [&str; 8] = [
     "jobs",
     "finished",
     "job_ids",
@@ -53,6 +56,7 @@ pub const QUEUE_TABLES: [&str; 7] = [
     "groups",
     "deps",
     "schedulers",
+    "metrics",
 ];
 
 /// Migration `n` (1-based) takes a schema from version `n - 1` to `n`; `{s}` is the schema.
@@ -259,6 +263,30 @@ ALTER TABLE {s}.finished ADD COLUMN processed_by text;
 ALTER TABLE {s}.jobs ADD COLUMN history text;
 ALTER TABLE {s}.finished ADD COLUMN history text;
 ALTER TABLE {s}.queues ADD COLUMN dlq text;
+"#,
+    // Metrics: per-minute counts of finished jobs (minute -1: the total, -2: the first minute
+    // counted), the minutes kept, and the live Workers of every process.
+    r#"
+CREATE TABLE {s}.metrics (
+    queue text NOT NULL,
+    failed boolean NOT NULL,
+    minute bigint NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (queue, failed, minute)
+);
+ALTER TABLE {s}.queues ADD COLUMN metrics_points integer NOT NULL DEFAULT 0;
+CREATE TABLE {s}.workers (
+    process text NOT NULL,
+    holder integer NOT NULL,
+    queue text NOT NULL,
+    name text,
+    started bigint NOT NULL,
+    pid integer NOT NULL,
+    addr text,
+    seen_until timestamptz NOT NULL,
+    PRIMARY KEY (process, holder)
+);
+CREATE INDEX workers_queue ON {s}.workers (queue);
 "#,
 ];
 

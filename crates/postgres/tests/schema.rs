@@ -22,8 +22,8 @@ async fn creates_then_finds_the_current_version() {
         .expect("count")
         .get(0);
     assert_eq!(
-        n, 10,
-        "meta, queues, jobs, finished, job_ids, events, dedup, groups, deps, schedulers"
+        n, 12,
+        "meta, queues, jobs, finished, job_ids, events, dedup, groups, deps, schedulers, metrics, workers"
     );
 }
 

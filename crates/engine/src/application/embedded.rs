@@ -16,9 +16,10 @@ use crate::domain::dlq::DlqConfig;
 use crate::domain::flow::Deps;
 use crate::domain::groups::{GroupChange, GroupInfo};
 use crate::domain::job::{Job, JobState};
-use crate::domain::lease::LeaseTerms;
+use crate::domain::lease::{HolderInfo, LeaseTerms, WorkerInfo};
 use crate::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use crate::domain::listing::StateFilter;
+use crate::domain::metrics::{FinishStats, Histogram, MetricsPage};
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, QueueState};
 use crate::error::{EngineError, Result};
 use crate::wire;
@@ -170,8 +171,8 @@ impl Backend for Engine {
         self.paced(self.ack_many(q, acks))
     }
 
-    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()> {
-        Engine::hold(self, holder, terms.checked()?);
+    fn hold(&self, holder: u32, terms: LeaseTerms, who: Option<HolderInfo>) -> Result<()> {
+        Engine::hold_as(self, holder, terms.checked()?, who);
         Ok(())
     }
 
@@ -309,6 +310,27 @@ impl Backend for Engine {
     fn trim_dlq(&self, q: &QueueRef) -> Reply<usize> {
         let n = self.with(q, |qs, now, _| qs.bound_dlq(now));
         self.paced(n)
+    }
+
+    fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>> {
+        Reply::Now(Ok(Engine::workers(self, q)))
+    }
+
+    fn keep_metrics(&self, q: &QueueRef, points: u32) -> Reply<()> {
+        Engine::keep_metrics(self, q, points);
+        Reply::Now(Ok(()))
+    }
+
+    fn metrics(&self, q: &QueueRef, failed: bool, start: i64, end: i64) -> Reply<MetricsPage> {
+        Reply::Now(Ok(Engine::metrics(self, q, failed, start, end)))
+    }
+
+    fn finish_stats(&self, q: &QueueRef) -> FinishStats {
+        Engine::finish_stats(self, q)
+    }
+
+    fn commit_latency(&self) -> Option<Histogram> {
+        Engine::commit_latency(self)
     }
 
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {

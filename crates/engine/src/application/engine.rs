@@ -18,7 +18,7 @@ use crate::backend::QueueRef;
 use crate::clock::{Clock, SystemClock};
 use crate::domain::event::Event;
 use crate::domain::job::{JobKey, JobState};
-use crate::domain::lease::LeaseTerms;
+use crate::domain::lease::{HolderInfo, LeaseTerms};
 use crate::domain::options::KeepJobs;
 use crate::domain::queue::{AckResult, Added, Effects, NewJob, Outcome, QueueState};
 use crate::domain::queue_name::qualified_name;
@@ -98,6 +98,8 @@ pub(super) struct Inner {
     pub(super) flow_lock: Mutex<()>,
     /// The terms of live lease holders (`engine_leases.rs`).
     pub(super) holders: Mutex<rustc_hash::FxHashMap<u32, LeaseTerms>>,
+    /// Who the live lease holders are (`getWorkers`; `engine_leases.rs`).
+    pub(super) workers: Mutex<rustc_hash::FxHashMap<u32, HolderInfo>>,
 }
 
 impl Drop for Inner {
@@ -185,6 +187,7 @@ impl Engine {
             flows: AtomicBool::new(flows),
             flow_lock: Mutex::new(()),
             holders: Mutex::default(),
+            workers: Mutex::default(),
         });
         if let Some(s) = &inner.storage {
             let weak: Weak<Inner> = Arc::downgrade(&inner);

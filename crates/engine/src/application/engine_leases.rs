@@ -8,12 +8,42 @@ use std::sync::Arc;
 
 use super::engine::Engine;
 use crate::backend::QueueRef;
-use crate::domain::lease::LeaseTerms;
+use crate::domain::lease::{HolderInfo, LeaseTerms, WorkerInfo};
 
 impl Engine {
     /// Registers lease holder `holder` (an id unique in the process) with its terms.
     pub fn hold(&self, holder: u32, terms: LeaseTerms) {
         self.inner.holders.lock().insert(holder, terms);
+    }
+
+    /// [`Engine::hold`], and who the holder is if `getWorkers` lists it.
+    pub fn hold_as(&self, holder: u32, terms: LeaseTerms, who: Option<HolderInfo>) {
+        if let Some(who) = who {
+            self.inner.workers.lock().insert(holder, who);
+        }
+        self.hold(holder, terms);
+    }
+
+    /// The live Workers of `q` (its lease holders that said who they are), oldest first.
+    pub fn workers(&self, q: &QueueRef) -> Vec<WorkerInfo> {
+        let now = self.now();
+        let mut list: Vec<WorkerInfo> = self
+            .inner
+            .workers
+            .lock()
+            .iter()
+            .filter(|(_, w)| *w.queue == *q.name())
+            .map(|(id, w)| WorkerInfo {
+                id: id.to_string(),
+                name: w.name.clone(),
+                started: w.started,
+                seen: now,
+                pid: std::process::id(),
+                addr: None,
+            })
+            .collect();
+        list.sort_by(|a, b| (a.started, &a.id).cmp(&(b.started, &b.id)));
+        list
     }
 
     /// Whether job `id` is active under `token`: the lease holds (in one process a live
@@ -39,6 +69,7 @@ impl Engine {
     /// `max_stalled` says). Answers how many. O(queues + active jobs); a holder that was never
     /// registered, or already let go, stalls nothing.
     pub fn let_go(&self, holder: u32) -> usize {
+        self.inner.workers.lock().remove(&holder);
         let Some(terms) = self.inner.holders.lock().remove(&holder) else {
             return 0;
         };

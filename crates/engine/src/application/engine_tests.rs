@@ -17,6 +17,7 @@ use crate::error::ErrorKind;
 mod dlq;
 mod flows;
 mod limited;
+mod metrics;
 mod pull;
 
 const START: u64 = 1_000_000;

@@ -11,6 +11,7 @@ mod engine_disk;
 pub mod engine_flows;
 mod engine_groups;
 mod engine_leases;
+mod engine_metrics;
 mod engine_ops;
 mod engine_pull;
 mod engine_schedulers;

@@ -65,6 +65,36 @@ impl LeaseTerms {
     }
 }
 
+/// Who a lease holder is: the Worker `getWorkers` lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderInfo {
+    /// The queue it works (its qualified name).
+    pub queue: std::sync::Arc<str>,
+    /// The Worker's `name` option.
+    pub name: Option<String>,
+    /// When it opened, ms since the epoch.
+    pub started: u64,
+}
+
+/// A live Worker, as `getWorkers` answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// Unique among the Workers listed: its lease holder (on PostgreSQL with its process's id).
+    pub id: String,
+    /// Its `name` option.
+    pub name: Option<String>,
+    /// When it opened, ms since the epoch.
+    pub started: u64,
+    /// When it was last known alive, ms since the epoch (its process renews it on
+    /// PostgreSQL; in one process, now).
+    pub seen: u64,
+    /// Its process's id.
+    pub pid: u32,
+    /// The address its process connects from (PostgreSQL's view of the client); `None` in
+    /// one process, or over a Unix socket.
+    pub addr: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

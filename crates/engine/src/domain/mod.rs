@@ -17,6 +17,7 @@ pub mod job_table;
 pub mod lease;
 pub mod limits;
 pub mod listing;
+pub mod metrics;
 pub mod options;
 mod options_raw;
 #[cfg(test)]

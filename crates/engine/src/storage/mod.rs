@@ -121,6 +121,11 @@ impl Storage {
         self.writer.committed()
     }
 
+    /// How long the writer's commits took so far, µs.
+    pub fn commit_latency(&self) -> crate::domain::metrics::Histogram {
+        self.writer.commit_latency()
+    }
+
     /// Operations submitted and not yet committed.
     pub fn backlog(&self) -> usize {
         self.writer.backlog()

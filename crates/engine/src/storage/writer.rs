@@ -16,6 +16,7 @@ use rusqlite::Connection;
 use super::apply::{apply, Applied, Deleted};
 use super::handoff::Handoff;
 use super::rows::StorageOp;
+use crate::domain::metrics::{Histogram, COMMIT_BOUNDS_US};
 use crate::error::EngineError;
 
 /// The sequence number of operations dropped because the writer was closing: never committed.
@@ -44,6 +45,8 @@ pub(super) struct Shared {
     /// Operations submitted and not yet committed (or dropped after a failure): the memory the
     /// writer holds on to, bounded by back-pressure (see [`Writer::backlog`]).
     backlog: AtomicUsize,
+    /// How long each commit took, µs (a transaction's statements and its COMMIT).
+    commit_us: Mutex<Histogram>,
     /// Test hook: the writer waits until then before its next commit (a stalled disk).
     #[cfg(any(test, feature = "test-hooks"))]
     stall_until: Mutex<Option<Instant>>,
@@ -70,6 +73,7 @@ impl Writer {
             keep_until_exit: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
             backlog: AtomicUsize::new(0),
+            commit_us: Mutex::new(Histogram::new(COMMIT_BOUNDS_US)),
             #[cfg(any(test, feature = "test-hooks"))]
             stall_until: Mutex::new(None),
         });
@@ -126,6 +130,11 @@ impl Writer {
     /// Switches to `synchronous=FULL` (every commit fsynced) from the next group on.
     pub fn require_fsync(&self) {
         self.shared.sync_full.store(true, Ordering::Release);
+    }
+
+    /// How long commits took so far, µs.
+    pub fn commit_latency(&self) -> Histogram {
+        self.shared.commit_us.lock().clone()
     }
 
     /// Operations submitted and not yet committed. Callers hold producers back when it passes
@@ -210,7 +219,11 @@ fn run(shared: Arc<Shared>, conn: Connection, path: PathBuf, mut sync_full: bool
                 result = conn.pragma_update(None, "synchronous", level);
                 sync_full = want_full && result.is_ok();
             }
-            match result.and_then(|()| commit(&conn, ops)) {
+            let began = Instant::now();
+            let result = result.and_then(|()| commit(&conn, ops));
+            let took = began.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+            shared.commit_us.lock().observe(took);
+            match result {
                 Ok(a) => applied = a,
                 Err(e) => {
                     *shared.failure.lock() = Some(EngineError::StorageIo {

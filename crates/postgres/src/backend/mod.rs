@@ -24,6 +24,7 @@ mod dlq;
 mod feed;
 mod flows;
 mod job_changes;
+mod metrics;
 mod open;
 mod read;
 mod schedulers;
@@ -43,9 +44,10 @@ use ferroqueue_engine::domain::dlq::DlqConfig;
 use ferroqueue_engine::domain::flow::Deps;
 use ferroqueue_engine::domain::groups::{GroupChange, GroupInfo};
 use ferroqueue_engine::domain::job::JobState;
-use ferroqueue_engine::domain::lease::LeaseTerms;
+use ferroqueue_engine::domain::lease::{HolderInfo, LeaseTerms, WorkerInfo};
 use ferroqueue_engine::domain::limits::{LimitChange, LimitSettings, WorkerLimits};
 use ferroqueue_engine::domain::listing::StateFilter;
+use ferroqueue_engine::domain::metrics::{FinishStats, Histogram, MetricsPage};
 use ferroqueue_engine::domain::queue_name::qualified_name;
 use ferroqueue_engine::FlowNode;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result};
@@ -202,8 +204,8 @@ impl Backend for PgBackend {
         self.coalesced(q, acks)
     }
 
-    fn hold(&self, holder: u32, terms: LeaseTerms) -> Result<()> {
-        upkeep::hold(&self.shared, holder, terms)
+    fn hold(&self, holder: u32, terms: LeaseTerms, who: Option<HolderInfo>) -> Result<()> {
+        upkeep::hold(&self.shared, holder, terms, who)
     }
 
     fn let_go(&self, holder: u32) -> usize {
@@ -374,6 +376,29 @@ impl Backend for PgBackend {
     fn trim_dlq(&self, q: &QueueRef) -> Reply<usize> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { dlq::bound(&s, &q).await })
+    }
+
+    fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { metrics::workers(&s, &q).await })
+    }
+
+    fn keep_metrics(&self, q: &QueueRef, points: u32) -> Reply<()> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { metrics::keep(&s, &q, points).await })
+    }
+
+    fn metrics(&self, q: &QueueRef, failed: bool, start: i64, end: i64) -> Reply<MetricsPage> {
+        let q = q.name_arc().clone();
+        self.run(move |s| async move { metrics::page(&s, &q, failed, start, end).await })
+    }
+
+    fn finish_stats(&self, q: &QueueRef) -> FinishStats {
+        metrics::stats(&self.shared, q.name())
+    }
+
+    fn commit_latency(&self) -> Option<Histogram> {
+        Some(self.shared.ack_us.lock().clone())
     }
 
     fn dlq_config(&self, q: &QueueRef) -> Reply<DlqConfig> {

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroqueue_engine::domain::metrics::{Histogram, COMMIT_BOUNDS_US};
 use ferroqueue_engine::{EngineError, Result, Wire};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -78,6 +79,15 @@ impl PgBackend {
             rng: Mutex::new(seed),
             limited: Mutex::new(Default::default()),
             held_back: Mutex::new(Default::default()),
+            process: format!(
+                "{:x}-{}",
+                seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                std::process::id()
+            ),
+            workers: Mutex::new(HashMap::new()),
+            workers_changed: Notify::new(),
+            metrics: Mutex::new(HashMap::new()),
+            ack_us: Mutex::new(Histogram::new(COMMIT_BOUNDS_US)),
         });
         let handle = rt.handle().clone();
         handle.spawn(feed::listen(shared.clone()));
@@ -85,6 +95,7 @@ impl PgBackend {
         handle.spawn(upkeep::run(shared.clone()));
         handle.spawn(upkeep::renew(shared.clone()));
         handle.spawn(upkeep::sweep_for_holders(shared.clone()));
+        handle.spawn(super::metrics::keep_workers_alive(shared.clone()));
         Ok(PgBackend {
             shared,
             rt: Mutex::new(Some(rt)),

@@ -11,6 +11,7 @@ use ferroqueue_engine::application::events::Notifier;
 use ferroqueue_engine::domain::event::Event;
 use ferroqueue_engine::domain::job::JobPolicy;
 use ferroqueue_engine::domain::lease::LeaseTerms;
+use ferroqueue_engine::domain::metrics::Histogram;
 use ferroqueue_engine::{Ack, AckResult, Added, EngineError, NewJob, Result, Wire};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -37,6 +38,8 @@ pub(super) struct Held {
     pub(super) custom_id: Option<Box<str>>,
     /// An ack of it is in flight (see `upkeep::renew`).
     pub(super) acking: bool,
+    /// When the claim started it (`processedOn`, ms), for its processing time.
+    pub(super) processed_on: u64,
 }
 
 /// A puller's cancellation: pending pulls wake on `notify`; `armed` cancels the next pull when
@@ -91,6 +94,15 @@ pub(super) struct Shared {
     pub(super) limited: Mutex<HashMap<Arc<str>, bool>>,
     /// Queues whose latest take here found ready jobs held back by their limits alone.
     pub(super) held_back: Mutex<HashSet<Arc<str>>>,
+    /// This process among those sharing the database (its Workers' rows, `metrics.rs`).
+    pub(super) process: String,
+    /// Who this process's lease holders are, and a wake-up of their rows' renewal.
+    pub(super) workers: Mutex<super::metrics::Workers>,
+    pub(super) workers_changed: Notify,
+    /// Per queue: the metrics its Workers asked for and what finished here (`metrics.rs`).
+    pub(super) metrics: Mutex<HashMap<Arc<str>, super::metrics::LocalMetrics>>,
+    /// How long the ack batches' statements took, µs.
+    pub(super) ack_us: Mutex<Histogram>,
 }
 
 impl Shared {

@@ -17,7 +17,7 @@ use ferroqueue_engine::structures::fnv1a;
 use super::Shared;
 use crate::connect::connect;
 use crate::leases::Lease;
-use ferroqueue_engine::domain::lease::LeaseTerms;
+use ferroqueue_engine::domain::lease::{HolderInfo, LeaseTerms};
 
 /// Jobs promoted or swept per statement.
 const BATCH: i64 = 1_000;
@@ -149,9 +149,18 @@ async fn sweep(s: &Shared, c: &crate::pool::Conn, max_stalled: i32) -> Result<()
 }
 
 /// Registers lease holder `holder` of this process (a Worker) with its terms.
-pub(super) fn hold(s: &Shared, holder: u32, terms: LeaseTerms) -> ferroqueue_engine::Result<()> {
+pub(super) fn hold(
+    s: &Shared,
+    holder: u32,
+    terms: LeaseTerms,
+    who: Option<HolderInfo>,
+) -> ferroqueue_engine::Result<()> {
     s.holders.lock().insert(holder, terms.checked()?);
     s.holders_changed.notify_waiters();
+    if let Some(who) = who {
+        s.workers.lock().insert(holder, who);
+        s.workers_changed.notify_waiters();
+    }
     Ok(())
 }
 
@@ -177,6 +186,9 @@ pub(super) fn held(s: &Shared, queue: &str, holder: u32) -> Vec<(String, u64)> {
 /// Holder `holder` is gone: its leases are no longer renewed, and since this process knows it,
 /// they end now (`expire`), not when they would run out.
 pub(super) fn let_go(s: &Arc<Shared>, handle: &tokio::runtime::Handle, holder: u32) {
+    if s.workers.lock().remove(&holder).is_some() {
+        s.workers_changed.notify_waiters();
+    }
     let Some(terms) = s.holders.lock().remove(&holder) else {
         return;
     };

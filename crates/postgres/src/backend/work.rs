@@ -176,6 +176,7 @@ async fn take_or_retry(
                         holder: worker.holder,
                         custom_id: j.job.custom_id().map(Into::into),
                         acking: false,
+                        processed_on: j.job.processed_on,
                     },
                 );
                 push_record(&*s.wire, &j.job, true, &mut out);
@@ -278,6 +279,7 @@ fn keeps(rule: Option<KeepJobs>) -> bool {
 /// Finishes activations; results in input order.
 pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<Vec<AckResult>> {
     let mut results = vec![AckResult::Stale; acks.len()];
+    let mut started_at = vec![0u64; acks.len()];
     let mut done: Vec<(usize, Completion)> = Vec::new();
     let mut failed: Vec<(usize, Failure, u64)> = Vec::new();
     let mut given: Vec<(usize, (i64, i64, bool))> = Vec::new();
@@ -294,6 +296,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
             // A lease renewal that no longer finds this job does not report its lock lost.
             h.acking = true;
             let h = &*h;
+            started_at[i] = h.processed_on;
             if let Some(l) = &h.link {
                 links.insert(h.key, l.clone());
             }
@@ -358,6 +361,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
         }
     }
     let t = s.target();
+    let began = std::time::Instant::now();
     let completions: Vec<Completion> = done.iter().map(|d| d.1.clone()).collect();
     let failures: Vec<Failure> = failed.iter().map(|f| f.1.clone()).collect();
     let releases: Vec<(i64, i64, bool)> = given.iter().map(|g| g.1).collect();
@@ -378,6 +382,9 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
         Ok::<_, EngineError>((completed?, fails?, released?))
     }
     .await;
+    s.ack_us
+        .lock()
+        .observe(began.elapsed().as_micros().min(u128::from(u64::MAX)) as u64);
     // The activations are given up whatever the answer: after an error (a dropped connection,
     // a server restarted) the job stays active in the database until its lease expires and the
     // sweep gives it to another worker. Renewing it on would hold it active for ever.
@@ -448,6 +455,18 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
     }
     if results.contains(&AckResult::Failed) {
         super::dlq::bound(s, queue).await?;
+    }
+    let finished: Vec<(bool, u64)> = results
+        .iter()
+        .zip(&started_at)
+        .filter_map(|(r, at)| match r {
+            AckResult::Completed => Some((true, *at)),
+            AckResult::Failed => Some((false, *at)),
+            _ => None,
+        })
+        .collect();
+    if !finished.is_empty() {
+        super::metrics::finished(s, queue, &finished).await?;
     }
     Ok(results)
 }

@@ -106,6 +106,7 @@ impl QueueState {
             Outcome::Completed(value) => {
                 job.state = JobState::Completed;
                 job.finished_on = finish_at;
+                let started_at = job.processed_on;
                 // BullMQ 6 counts every finished attempt, the successful one included.
                 job.attempts_made += 1;
                 let rule = job.policy().and_then(|p| p.remove_on_complete).or(keep);
@@ -120,6 +121,7 @@ impl QueueState {
                     job.state_seq = seq;
                 }
                 self.completed.insert(seq, key);
+                self.metrics.finished(true, finish_at, started_at);
                 if let Some(v) = for_parent {
                     self.notify_parent(key, || ChildEnd::Completed(v));
                 }
@@ -181,6 +183,7 @@ impl QueueState {
                     job.state_seq = seq;
                 }
                 self.failed.insert(seq, key);
+                self.metrics.finished(false, finish_at, started_at);
                 self.notify_parent(key, || {
                     ChildEnd::Failed(reason.clone(), OnChildFailure::Wait)
                 });

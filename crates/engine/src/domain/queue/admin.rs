@@ -183,6 +183,10 @@ impl QueueState {
         // Ids restart at 1, so tokens must not: an activation from before the obliterate must
         // never match a new job that reuses its id.
         fresh.lock_seq = self.lock_seq;
+        // BullMQ's per-minute counts go with the queue; the Workers' wish to record them, and
+        // this engine's totals (counters never go back), stay.
+        fresh.metrics.points = self.metrics.points;
+        fresh.metrics.stats = std::mem::take(&mut self.metrics.stats);
         *self = fresh;
         Ok(())
     }

@@ -33,6 +33,7 @@ use super::job::{Job, JobKey, JobState};
 use super::job_store::JobStore;
 use super::job_table::JobTable;
 use super::limits::Limits;
+use super::metrics::QueueMetrics;
 use super::options::JobOptions;
 use super::ready::ReadyHeap;
 use super::waiters::WaiterQueue;
@@ -207,6 +208,8 @@ pub struct QueueState {
     schedulers: schedulers::Schedulers,
     /// The DLQ's settings (`domain/dlq.rs`).
     dlq: DlqConfig,
+    /// What its finished jobs add up to (`domain/metrics.rs`).
+    metrics: QueueMetrics,
 }
 
 impl QueueState {
@@ -247,7 +250,18 @@ impl QueueState {
             evicted: evicted::Evicted::default(),
             schedulers: schedulers::Schedulers::default(),
             dlq: DlqConfig::default(),
+            metrics: QueueMetrics::default(),
         }
+    }
+
+    /// What its finished jobs add up to.
+    pub fn metrics(&self) -> &QueueMetrics {
+        &self.metrics
+    }
+
+    /// A Worker asks for BullMQ's per-minute counts, for `points` minutes.
+    pub fn keep_metrics(&mut self, points: u32) {
+        self.metrics.keep_points(points);
     }
 
     /// The queue's qualified name.
