@@ -102,7 +102,8 @@ describe('metrics', () => {
     mkWorker(other.name, async () => 1)
     await waitFor(async () => (await queue.getWorkersCount()) === 2)
     const workers = await queue.getWorkers()
-    expect(workers.map((w) => w.rawname).sort()).toEqual(['', 'mailer'])
+    const client = `bull:${Buffer.from(queue.name).toString('base64')}`
+    expect(workers.map((w) => w.rawname).sort()).toEqual([client, `${client}:w:mailer`])
     for (const w of workers) {
       expect(w).toMatchObject({ name: queue.name, pid: process.pid })
       expect(typeof w.id).toBe('string')

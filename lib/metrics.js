@@ -70,12 +70,18 @@ function histogramLines(lines, name, labels, h, unit) {
   lines.push(`${name}_count{${labels}} ${total}`)
 }
 
-/** A live Worker as getWorkers resolves it (the fields of BullMQ's, where they apply). */
+/**
+ * A live Worker as getWorkers resolves it: the fields of BullMQ's that apply. `rawname` is the
+ * connection name BullMQ gives a Worker, `prefix:base64(queue)` and `:w:name` for a named one,
+ * which bull-board reads the Worker's name from.
+ */
 function workerOf(q, w, now) {
+  const prefix = q.qualifiedName.slice(0, -(q.name.length + 1))
+  const client = `${prefix}:${Buffer.from(q.name).toString('base64')}`
   return {
     id: w.id,
     name: q.name,
-    rawname: w.name ?? '',
+    rawname: w.name == null ? client : `${client}:w:${w.name}`,
     addr: w.addr ?? `pid:${w.pid}`,
     pid: w.pid,
     started: w.started,

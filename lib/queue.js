@@ -64,6 +64,8 @@ class Queue extends QueueHandle {
       }
     })
     this.defaultJobOptions = defaults
+    /** Objects closed with it (see _closeWith). */
+    this._helpers = null
   }
 
   /** Resolves once the queue can be used (at once: nothing to connect to). */
@@ -472,7 +474,16 @@ class Queue extends QueueHandle {
   /** Closes this Queue object (the jobs stay). Later calls throw ERR_QUEUE_CLOSED. */
   async close() {
     this._closed = true
+    const helpers = this._helpers
+    this._helpers = null
+    if (helpers) await Promise.all([...helpers].map((h) => h.close()))
     await this._closeHandle()
+  }
+
+  /** An object opened on this queue's behalf (the bull-board adapter's FlowProducer): closed with it. */
+  _closeWith(helper) {
+    this._ensureOpen()
+    ;(this._helpers ??= new Set()).add(helper)
   }
 }
 

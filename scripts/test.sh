@@ -12,6 +12,11 @@ eval "$pg_env"
 trap 'bash scripts/postgres.sh stop "${PG_TEST_DIR:-}"' EXIT
 export FERROQUEUE_REQUIRE_POSTGRES=1
 
+# A Chromium for the bull-board browser test (scripts/chromium.sh: Debian's, installed with
+# apt-get when missing); without one the test skips and says why.
+FERROQUEUE_CHROMIUM=$(bash scripts/chromium.sh)
+export FERROQUEUE_CHROMIUM
+
 # A second addon with the `test-hooks` feature (debugPanic) for __test__/panic.spec.mjs; the
 # shipped one never has it. Built first: the release build below then restores the real addon.
 cargo build --release --features test-hooks --quiet

@@ -435,7 +435,10 @@ export interface WorkerInfo {
   id: string
   /** The queue's name. */
   name: string
-  /** The Worker's `name` option ('' without one). */
+  /**
+   * BullMQ's connection name of the Worker: `prefix:base64(queue)`, then `:w:` and its `name`
+   * option if it has one.
+   */
   rawname: string
   /** Where its process connects from (PostgreSQL), else `pid:<pid>`. */
   addr: string

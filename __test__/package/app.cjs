@@ -22,6 +22,9 @@ async function main() {
   assert.deepEqual((await durable.getJob(job.id)).data, { text: 'hello' })
   await durable.close()
   rmSync(dir, { recursive: true, force: true })
+
+  // The bull-board subpath ships; without bull-board installed it says what to install.
+  assert.throws(() => require('ferroqueue/bull-board'), (err) => err.code === 'ERR_PEER_MISSING' && /@bull-board\/api/.test(err.message))
   console.log(`ok cjs ${typeof Bun === 'undefined' ? 'node' : 'bun'}`)
 }
 

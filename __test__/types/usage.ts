@@ -1,5 +1,7 @@
 // Compile-only check of the public typings (`npm test` runs `tsc -p __test__/types`).
 // Lines marked @ts-expect-error must stay errors: they prove the generics catch misuse.
+import { createBullBoard } from '@bull-board/api'
+import { BullBoardAdapter } from '../../bull-board.js'
 import { Queue, Worker, QueueEvents, FlowProducer, Job, QueueError, UnrecoverableError, RateLimitError, DelayedError, WaitingChildrenError, MetricsTime, type JobsOptions, type JobNode } from '../../index.js'
 
 interface Mail {
@@ -173,6 +175,11 @@ async function main(): Promise<void> {
   const workerCount: number = await queue.getWorkersCount()
   const prometheus: string = await queue.exportPrometheusMetrics({ env: 'prod' })
   const waitKey: string = queue.toKey('wait')
+  // bull-board.
+  const serverAdapter = null as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter']
+  createBullBoard({ queues: [new BullBoardAdapter(queue, { readOnlyMode: true, displayName: 'Mail' })], serverAdapter })
+  // @ts-expect-error the adapter takes a ferroqueue Queue
+  new BullBoardAdapter({ name: 'mail' })
   void [to, waiting, page, n, result, code, resumed, running, rle, perWindow, cap, ttl, holderId, dropped, dedupId, freed, values, next, parentKey, tree, paused, after, extended, key, nextRun, deadTo, tries, expires, timeouts, retried, maxAge, gone, removedDead, perMinute, finishedTotal, workerPids, workerCount, prometheus, waitKey]
 }
 void main
