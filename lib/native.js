@@ -176,6 +176,7 @@ class Engine {
  * new durable engine keeps in memory.
  */
 function acquireEngine(opts) {
+  if (opts[VIEW]) return acquireView(opts.dataPath)
   let dataPath = opts.dataPath
   let connection = opts.connection
   if (dataPath === undefined && connection === undefined) {
@@ -211,6 +212,32 @@ function acquireEngine(opts) {
     throw fromBinding(e)
   }
   return use(id, () => new Engine(id, !!dataPath), durability)
+}
+
+/**
+ * An option only ferroqueue's own tools set (the CLI, bin/ferroqueue.js): the queue reads a
+ * view of its SQLite file (`dataPath`), taken without the file's lock while an app may hold
+ * it, in memory; nothing it does reaches the file. A symbol, so no user option can name it.
+ */
+const VIEW = Symbol('ferroqueue.view')
+
+/** Open views by file: the objects of one command share one view. */
+const views = new Map()
+
+/** A view of the SQLite file at `dataPath`, shared while used, closed with its last user. */
+function acquireView(dataPath) {
+  if (typeof dataPath !== 'string' || dataPath === '') throw typeError('dataPath', `must be a file path for a view, got ${describe(dataPath)}`)
+  const file = path.resolve(dataPath)
+  const open = views.get(file)
+  if (open !== undefined && engines.has(open)) return use(open, null, 'buffered')
+  let id
+  try {
+    id = binding.openView(file)
+  } catch (e) {
+    throw fromBinding(e)
+  }
+  views.set(file, id)
+  return use(id, () => new Engine(id, false, true), 'buffered')
 }
 
 /**
@@ -303,4 +330,4 @@ function openQueue(engineId, name, prefix) {
   }
 }
 
-module.exports = { binding, fromBinding, acquireEngine, releaseEngine, borrowEngines, openQueue, isPending, native, QueueError }
+module.exports = { binding, fromBinding, acquireEngine, releaseEngine, borrowEngines, openQueue, isPending, native, QueueError, VIEW }

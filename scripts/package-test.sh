@@ -59,4 +59,7 @@ node app.cjs
 "$bun" app.cjs
 npx jest --ci
 npx vitest run queue.test.mjs
+# The CLI the package installs (`npx ferroqueue`), on a file a one-line app wrote.
+node -e "const { Queue } = require('ferroqueue'); const q = new Queue('mail', { dataPath: 'cli.sqlite' }); q.add('hello', {}).then(() => q.close())"
+npx --no-install ferroqueue stats cli.sqlite --json | grep -q '"queue":"mail".*"waiting":1'
 echo "package-test: passed"

@@ -1,4 +1,5 @@
-//! Metrics: BullMQ's `getMetrics` and `getWorkers`, the Worker option `metrics`, and what
+//! Metrics: BullMQ's `getMetrics` and `getWorkers`, the Worker option `metrics`, the list of an
+//! engine's queues (the CLI's `stats`), and what
 //! `exportPrometheusMetrics` reports besides job counts (this process's totals, processing
 //! times and commit latency). Marshalling only: the numbers come from the backend.
 
@@ -140,4 +141,12 @@ pub fn finish_totals(env: &Env, h: u32) -> napi::Result<FinishTotals> {
         let (_, b, q) = queue_of(h)?;
         Ok(FinishTotals::of(b.finish_stats(&q), b.commit_latency()))
     })
+}
+
+/// The names of every queue of engine `id` (`prefix:name`, or the name in the default
+/// namespace), sorted: the CLI's list.
+#[napi(catch_unwind, ts_return_type = "string[] | Promise<string[]>")]
+pub fn queue_names(env: &Env, id: u32) -> napi::Result<Answer<'_, Vec<String>>> {
+    let reply = run(env, || crate::registry::engine(id).map(|e| e.queue_names()))?;
+    answer(env, reply, |names| names)
 }

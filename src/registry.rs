@@ -66,7 +66,8 @@ struct Registry {
     /// PostgreSQL backends by (URL, schema): every object of a process on the same database
     /// shares one.
     by_url: HashMap<(String, String), u32>,
-    /// Ids of the PostgreSQL backends (closed when their last user lets go, like files).
+    /// Ids of the PostgreSQL backends and of views of files (closed when their last user lets
+    /// go, like files).
     databases: std::collections::HashSet<u32>,
     /// Engines whose close is under way, by path, with the signal of its end.
     closing: HashMap<PathBuf, (Shared, Arc<Done>)>,
@@ -183,6 +184,31 @@ fn open_locked(
     r.engines.push(Some(engine));
     r.by_path.insert(resolved, id);
     Ok(id)
+}
+
+/// Opens a view of the SQLite file at `path` (the CLI's reads): its content as last committed,
+/// read without taking the file, in an engine in memory that never writes it
+/// (`storage/read_only.rs`). Each call opens a new one; it closes when its last user lets go.
+#[napi(catch_unwind)]
+pub fn open_view(env: &Env, path: String) -> napi::Result<u32> {
+    run(env, || {
+        let resolved = resolve(&path)?;
+        let view: Shared = Arc::new(Engine::new(EngineConfig {
+            path: Some(resolved),
+            read_only: true,
+            timer: false,
+            ..config()
+        })?);
+        let mut r = registry().write();
+        if r.engines.is_empty() {
+            let engine: Shared = Arc::new(Engine::new(config())?);
+            r.engines.push(Some(engine));
+        }
+        let id = r.engines.len() as u32;
+        r.engines.push(Some(view));
+        r.databases.insert(id);
+        Ok(id)
+    })
 }
 
 /// Opens (or finds) the PostgreSQL backend of `url` in `schema` (default `ferroqueue`) with at

@@ -261,6 +261,9 @@ pub trait Backend: Send + Sync + 'static {
     fn retry_failed(&self, q: &QueueRef, ids: Vec<String>) -> Reply<usize>;
     /// Removes the oldest failed jobs beyond the DLQ's `maxEntries`; answers how many.
     fn trim_dlq(&self, q: &QueueRef) -> Reply<usize>;
+    /// The names of every queue the backend holds (`prefix:name`, or the name in the default
+    /// namespace), sorted.
+    fn queue_names(&self) -> Reply<Vec<String>>;
     /// The live Workers of a queue: of this process on the embedded engine, of every process
     /// on PostgreSQL.
     fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>>;

@@ -312,6 +312,10 @@ impl Backend for Engine {
         self.paced(n)
     }
 
+    fn queue_names(&self) -> Reply<Vec<String>> {
+        Reply::Now(Ok(Engine::queue_names(self)))
+    }
+
     fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>> {
         Reply::Now(Ok(Engine::workers(self, q)))
     }

@@ -25,7 +25,7 @@ use crate::domain::queue_name::qualified_name;
 use crate::domain::shard::Shard;
 use crate::error::{EngineError, Result};
 use crate::storage::eviction::{Eviction, DEFAULT_FINISHED_IN_MEMORY};
-use crate::storage::{restore, rows, Storage, StorageOp};
+use crate::storage::{read_only, restore, rows, Storage, StorageOp};
 use crate::structures::fnv1a;
 use crate::wire::{self, Wire};
 
@@ -49,6 +49,9 @@ pub struct EngineConfig {
     pub finished_in_memory: Option<usize>,
     /// How records and events are written for the caller (the binding's wire format).
     pub wire: Arc<dyn Wire>,
+    /// With `path`: a look at the file, not the file (`storage/read_only.rs`): its content as
+    /// last committed, read without taking it, in an engine in memory that never writes it.
+    pub read_only: bool,
 }
 
 impl EngineConfig {
@@ -62,6 +65,7 @@ impl EngineConfig {
             sync_full: false,
             finished_in_memory: None,
             wire,
+            read_only: false,
         }
     }
 }
@@ -137,6 +141,7 @@ impl Engine {
                 .unwrap_or(DEFAULT_FINISHED_IN_MEMORY),
         );
         let (storage, snapshot) = match &config.path {
+            Some(p) if config.read_only => (None, Some(read_only::snapshot(p)?)),
             Some(p) => {
                 let (s, snap) = Storage::open(p, config.sync_full, eviction)?;
                 (Some(s), Some(snap))
@@ -151,8 +156,13 @@ impl Engine {
         if let Some(snap) = snapshot {
             let now = config.clock.now_ms();
             for (name, saved) in snap.queues {
-                let mut q =
-                    restore::queue_of(Arc::from(name.as_str()), saved.meta, saved.rows, now);
+                let mut q = restore::queue_of(
+                    Arc::from(name.as_str()),
+                    saved.meta,
+                    saved.rows,
+                    now,
+                    !persist,
+                );
                 q.set_evicted(saved.evicted_count, saved.evicted_ids);
                 for (id, key) in saved.dedup {
                     q.restore_dedup(id, key);
@@ -164,8 +174,10 @@ impl Engine {
                     q.restore_scheduler(id, &body);
                 }
                 flows |= q.uses_flows();
-                rows::snapshot(&mut q, &mut recovery_ops);
-                eviction.apply(&mut q);
+                if persist {
+                    rows::snapshot(&mut q, &mut recovery_ops);
+                    eviction.apply(&mut q);
+                }
                 if let Some(d) = q.next_due() {
                     wake_at = Some(wake_at.map_or(d, |w| w.min(d)));
                 }

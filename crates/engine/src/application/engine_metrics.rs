@@ -30,6 +30,19 @@ impl Engine {
             .unwrap_or_default()
     }
 
+    /// The names of the engine's queues (`prefix:name`, or the name in the default namespace),
+    /// sorted.
+    pub fn queue_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .shards
+            .iter()
+            .flat_map(|s| s.lock().names().map(|n| n.to_string()).collect::<Vec<_>>())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
     /// The durable writer's commit latency, µs; `None` in memory.
     pub fn commit_latency(&self) -> Option<Histogram> {
         self.inner.storage.as_ref().map(|s| s.commit_latency())

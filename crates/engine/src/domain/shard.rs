@@ -49,6 +49,11 @@ impl Shard {
         })
     }
 
+    /// The names of its queues.
+    pub fn names(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.queues.keys()
+    }
+
     /// The names of the queues that have active jobs.
     pub fn with_active(&self) -> Vec<Arc<str>> {
         self.queues

@@ -7,6 +7,7 @@ mod apply;
 mod coalesce;
 pub mod eviction;
 pub(crate) mod handoff;
+pub mod read_only;
 pub mod recovery;
 pub mod restore;
 pub mod rows;

@@ -65,8 +65,15 @@ pub fn job_of(row: JobRow) -> Job {
     job
 }
 
-/// Rebuilds a durable queue from its stored rows. `now` stamps jobs failed for stalling.
-pub fn queue_of(name: Arc<str>, meta: Option<QueueRow>, rows: Vec<JobRow>, now: u64) -> QueueState {
+/// Rebuilds a durable queue from its stored rows. `now` stamps jobs failed for stalling. A
+/// `view` is a look at a file another engine holds (`QueueState::rebuild`).
+pub fn queue_of(
+    name: Arc<str>,
+    meta: Option<QueueRow>,
+    rows: Vec<JobRow>,
+    now: u64,
+    view: bool,
+) -> QueueState {
     let settings = meta.map(|m| StoredSettings {
         last_auto_id: m.last_auto_id,
         custom_seq: m.custom_seq,
@@ -82,5 +89,5 @@ pub fn queue_of(name: Arc<str>, meta: Option<QueueRow>, rows: Vec<JobRow>, now: 
             ord,
         }
     });
-    QueueState::rebuild(name, settings, jobs, now)
+    QueueState::rebuild(name, settings, jobs, now, view)
 }

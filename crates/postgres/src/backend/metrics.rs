@@ -39,13 +39,16 @@ pub(super) struct LocalMetrics {
     trimmed_below: u64,
 }
 
-/// A Worker of `queue` asks for `points` minutes of per-minute counts.
-pub(super) async fn keep(s: &Shared, queue: &Arc<str>, points: u32) -> Result<()> {
-    {
-        let mut all = s.metrics.lock();
-        let m = all.entry(queue.clone()).or_default();
-        m.points = m.points.max(points);
-    }
+/// A Worker of `queue` in this process asks for `points` minutes of per-minute counts: this
+/// process records them from its next ack on.
+pub(super) fn keep_here(s: &Shared, queue: &Arc<str>, points: u32) {
+    let mut all = s.metrics.lock();
+    let m = all.entry(queue.clone()).or_default();
+    m.points = m.points.max(points);
+}
+
+/// Stores the most minutes a Worker asked to keep, which readers of every process use.
+pub(super) async fn store_points(s: &Shared, queue: &Arc<str>, points: u32) -> Result<()> {
     let sch = s.target().schema();
     let sql = format!(
         "INSERT INTO {sch}.queues (name, metrics_points) VALUES ($1, $2)

@@ -378,14 +378,20 @@ impl Backend for PgBackend {
         self.run(move |s| async move { dlq::bound(&s, &q).await })
     }
 
+    fn queue_names(&self) -> Reply<Vec<String>> {
+        self.run(move |s| async move { read::queue_names(&s).await })
+    }
+
     fn workers(&self, q: &QueueRef) -> Reply<Vec<WorkerInfo>> {
         let q = q.name_arc().clone();
         self.run(move |s| async move { metrics::workers(&s, &q).await })
     }
 
     fn keep_metrics(&self, q: &QueueRef, points: u32) -> Reply<()> {
+        // This process records from its next ack on; the stored setting follows.
+        metrics::keep_here(&self.shared, q.name_arc(), points);
         let q = q.name_arc().clone();
-        self.run(move |s| async move { metrics::keep(&s, &q, points).await })
+        self.run(move |s| async move { metrics::store_points(&s, &q, points).await })
     }
 
     fn metrics(&self, q: &QueueRef, failed: bool, start: i64, end: i64) -> Reply<MetricsPage> {

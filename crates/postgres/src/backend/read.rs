@@ -294,3 +294,16 @@ pub(super) async fn group_page(
     out.push(']');
     Ok(out)
 }
+
+/// The names of every queue in the schema, sorted.
+pub(super) async fn queue_names(s: &Shared) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT name FROM {}.queues ORDER BY name",
+        s.target().schema()
+    );
+    let c = s.pool.get().await?;
+    let rows = c
+        .query(s.target(), "cannot list the queues", &sql, &[])
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}

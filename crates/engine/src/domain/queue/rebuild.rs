@@ -35,14 +35,17 @@ pub struct StoredSettings {
 impl QueueState {
     /// Rebuilds a durable queue from its stored jobs. `now` stamps jobs failed for stalling.
     /// Recovering active jobs is recorded (they change); everything else is taken in as stored.
+    /// A `view` (a look at a file another engine holds) records nothing and keeps active jobs
+    /// active: their worker may well be alive.
     pub fn rebuild(
         name: Arc<str>,
         settings: Option<StoredSettings>,
         jobs: impl IntoIterator<Item = Stored>,
         now: u64,
+        view: bool,
     ) -> QueueState {
         let mut q = QueueState::new(name);
-        q.set_persist(true);
+        q.set_persist(!view);
         if let Some(m) = settings {
             q.last_auto_id = m.last_auto_id;
             q.custom_seq = m.custom_seq;
@@ -75,6 +78,9 @@ impl QueueState {
                     ready_later.push((key, (job.priority, ord)));
                 }
                 JobState::Delayed => delayed.push((run_at, job.state_seq, key)),
+                JobState::Active if view => {
+                    q.active.insert(job.state_seq, key);
+                }
                 JobState::Active => stalled.push((job.state_seq, key)),
                 JobState::Completed => {
                     q.completed.insert(job.state_seq, key);
