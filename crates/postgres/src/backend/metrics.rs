@@ -1,16 +1,19 @@
 //! Metrics on PostgreSQL. BullMQ's per-minute counts of finished jobs live in the `metrics`
 //! table, shared by every process: one row per (queue, completed or failed, minute), plus two
 //! rows per kind that are not minutes: `minute = -1` holds the total counted and `minute = -2`
-//! the first minute counted. A process records them, after each ack batch that finished jobs,
+//! the first minute counted. A process counts them in memory as its ack batches finish jobs,
 //! for the queues its Workers asked (`metrics.maxDataPoints`; the most asked for is kept in
-//! `queues.metrics_points`, which readers use). The totals and processing times Prometheus
-//! reports are this process's own (as counters are), and so is the ack-commit latency.
+//! `queues.metrics_points`, which readers use), and writes what it counted every
+//! [`WRITE_EVERY`] and before it answers a `getMetrics` itself: no ack waits for them, and a
+//! failed write never fails an ack (a process that dies loses up to that much of its counts,
+//! never a job). The totals and processing times Prometheus reports are this process's own (as
+//! counters are), and so is the ack-commit latency.
 //!
 //! Live Workers are the `workers` table: each process keeps a row per lease holder alive
 //! (`seen_until`, refreshed every [`KEEP_ALIVE`]) and deletes the rows of holders it let go.
 //! A process that dies leaves rows that stop counting once `seen_until` passes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +28,14 @@ use super::upkeep::now_ms;
 /// How often a process renews its Workers' rows; a row counts for three times as long.
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
+/// How often a process writes the per-minute counts it made.
+pub(super) const WRITE_EVERY: Duration = Duration::from_secs(1);
+
 /// How long a Worker's row counts after its last renewal, ms.
 const TTL_MS: i64 = 3 * KEEP_ALIVE.as_millis() as i64;
+
+/// Per-minute counts by (failed, minute).
+type Counts = BTreeMap<(bool, u64), u64>;
 
 /// This process's view of one queue's metrics.
 #[derive(Debug, Default)]
@@ -37,6 +46,8 @@ pub(super) struct LocalMetrics {
     pub(super) stats: FinishStats,
     /// The minute before which the table was last trimmed for this queue.
     trimmed_below: u64,
+    /// Counts not written yet.
+    unwritten: Counts,
 }
 
 /// A Worker of `queue` in this process asks for `points` minutes of per-minute counts: this
@@ -69,39 +80,43 @@ pub(super) async fn store_points(s: &Shared, queue: &Arc<str>, points: u32) -> R
 
 /// Jobs of `queue` that finished in an ack batch here: `(completed, processed_on)`, the rest
 /// failed for good. Counts them in this process's totals and, if its Workers asked, in the
-/// table.
-pub(super) async fn finished(s: &Shared, queue: &Arc<str>, jobs: &[(bool, u64)]) -> Result<()> {
+/// per-minute counts to write ([`write`]). Memory only: the ack path waits for nothing.
+pub(super) fn finished(s: &Shared, queue: &Arc<str>, jobs: &[(bool, u64)]) {
     let now = u64::try_from(now_ms()).unwrap_or(0);
-    let minute = now / MINUTE_MS;
-    let (points, trim_below) = {
+    let mut all = s.metrics.lock();
+    let m = all.entry(queue.clone()).or_default();
+    for &(completed, processed_on) in jobs {
+        m.stats.finished(completed, now, processed_on);
+        if m.points > 0 {
+            *m.unwritten
+                .entry((!completed, now / MINUTE_MS))
+                .or_default() += 1;
+        }
+    }
+}
+
+/// Writes the per-minute counts this process made and has not written, one statement per
+/// queue (its minutes, totals and first minutes, and at most once a minute the trim of the
+/// minutes it no longer keeps). Counts whose write failed are kept for the next one.
+pub(super) async fn write(s: &Shared) -> Result<()> {
+    let now_minute = u64::try_from(now_ms()).unwrap_or(0) / MINUTE_MS;
+    let batches: Vec<(Arc<str>, Counts, i64)> = {
         let mut all = s.metrics.lock();
-        let m = all.entry(queue.clone()).or_default();
-        for &(completed, processed_on) in jobs {
-            m.stats.finished(completed, now, processed_on);
-        }
-        let below = minute.saturating_sub(u64::from(m.points));
-        let trim = (m.points > 0 && below > m.trimmed_below).then(|| {
-            m.trimmed_below = below;
-            below
-        });
-        (m.points, trim)
+        all.iter_mut()
+            .filter(|(_, m)| !m.unwritten.is_empty())
+            .map(|(q, m)| {
+                let below = now_minute.saturating_sub(u64::from(m.points));
+                // -1: no trim this time (no minute is below it).
+                let trim = if below > m.trimmed_below {
+                    m.trimmed_below = below;
+                    below as i64
+                } else {
+                    -1
+                };
+                (q.clone(), std::mem::take(&mut m.unwritten), trim)
+            })
+            .collect()
     };
-    if points == 0 {
-        return Ok(());
-    }
-    let done = jobs.iter().filter(|(c, _)| *c).count() as i64;
-    let failed = jobs.len() as i64 - done;
-    let minute = minute as i64;
-    let (mut kinds, mut minutes, mut counts) = (Vec::new(), Vec::new(), Vec::new());
-    for (kind, n) in [(false, done), (true, failed)] {
-        if n > 0 {
-            for (m, c) in [(minute, n), (-1, n), (-2, minute)] {
-                kinds.push(kind);
-                minutes.push(m);
-                counts.push(c);
-            }
-        }
-    }
     let sch = s.target().schema();
     let sql = format!(
         "WITH counted AS (
@@ -113,20 +128,60 @@ pub(super) async fn finished(s: &Shared, queue: &Arc<str>, jobs: &[(bool, u64)])
         )
         DELETE FROM {sch}.metrics WHERE queue = $1 AND minute >= 0 AND minute < $5"
     );
-    // -1: no trim this time (no minute is below it).
-    let trim = trim_below.map_or(-1, |b| b as i64);
-    let c = s.pool.get().await?;
-    c.query(
-        s.target(),
-        "cannot record metrics",
-        &sql,
-        &[&&**queue, &kinds, &minutes, &counts, &trim],
-    )
-    .await?;
-    Ok(())
+    let mut result = Ok(());
+    for (queue, counts, trim) in batches {
+        let (mut kinds, mut minutes, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        for failed in [false, true] {
+            let of_kind = counts.range((failed, 0)..=(failed, u64::MAX));
+            let (mut total, mut first) = (0u64, None);
+            for (&(_, minute), &n) in of_kind {
+                kinds.push(failed);
+                minutes.push(minute as i64);
+                values.push(n as i64);
+                total += n;
+                first = Some(first.map_or(minute, |f: u64| f.min(minute)));
+            }
+            if let Some(first) = first {
+                kinds.extend([failed, failed]);
+                minutes.extend([-1, -2]);
+                values.extend([total as i64, first as i64]);
+            }
+        }
+        let written = async {
+            let c = s.pool.get().await?;
+            c.query(
+                s.target(),
+                "cannot record metrics",
+                &sql,
+                &[&&*queue, &kinds, &minutes, &values, &trim],
+            )
+            .await
+        }
+        .await;
+        if let Err(e) = written {
+            // Kept for the next write (added back to what was counted meanwhile).
+            let mut all = s.metrics.lock();
+            let m = all.entry(queue.clone()).or_default();
+            for (k, n) in counts {
+                *m.unwritten.entry(k).or_default() += n;
+            }
+            result = Err(e);
+        }
+    }
+    result
 }
 
-/// BullMQ's `getMetrics` of `queue`, from the table.
+/// Writes the counts every [`WRITE_EVERY`] until the backend closes.
+pub(super) async fn write_counts(s: Arc<Shared>) {
+    while !s.closed.load(Ordering::Acquire) {
+        tokio::time::sleep(WRITE_EVERY).await;
+        if s.metrics.lock().values().any(|m| !m.unwritten.is_empty()) {
+            let _ = write(&s).await;
+        }
+    }
+}
+
+/// BullMQ's `getMetrics` of `queue`, from the table, after this process wrote its counts.
 pub(super) async fn page(
     s: &Shared,
     queue: &str,
@@ -134,6 +189,7 @@ pub(super) async fn page(
     start: i64,
     end: i64,
 ) -> Result<MetricsPage> {
+    write(s).await?;
     let sch = s.target().schema();
     let sql = format!(
         "SELECT minute, count FROM {sch}.metrics WHERE queue = $1 AND failed = $2

@@ -96,6 +96,7 @@ impl PgBackend {
         handle.spawn(upkeep::renew(shared.clone()));
         handle.spawn(upkeep::sweep_for_holders(shared.clone()));
         handle.spawn(super::metrics::keep_workers_alive(shared.clone()));
+        handle.spawn(super::metrics::write_counts(shared.clone()));
         Ok(PgBackend {
             shared,
             rt: Mutex::new(Some(rt)),

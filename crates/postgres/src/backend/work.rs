@@ -466,7 +466,7 @@ pub(super) async fn ack(s: &Shared, queue: &Arc<str>, acks: Vec<Ack>) -> Result<
         })
         .collect();
     if !finished.is_empty() {
-        super::metrics::finished(s, queue, &finished).await?;
+        super::metrics::finished(s, queue, &finished);
     }
     Ok(results)
 }
